@@ -1,0 +1,87 @@
+// Package kv owns ardx's durable state: one bbolt file under the data dir,
+// with typed buckets for each kind of record (registry entries, change
+// events, the demand log, counters, settlement intents and outcomes,
+// idempotency keys). It holds no HTTP and no business rules: callers hand it
+// values and it stores them, committing (fsync) before it returns.
+//
+// Bucket names and key encodings are unexported constants of this package;
+// callers never see bbolt types.
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrNotFound is returned when a record does not exist.
+var ErrNotFound = errors.New("kv: not found")
+
+// FileName is the name of the bbolt file inside the data dir.
+const FileName = "ardx.db"
+
+// DB is the bbolt-backed store. It is safe for concurrent use.
+type DB struct {
+	bolt *bolt.DB
+	path string
+}
+
+// Options tune Open.
+type Options struct {
+	// Timeout bounds the wait for the file lock held by another process.
+	// Zero means 2 seconds; bbolt's own default (wait forever) is never used.
+	Timeout time.Duration
+}
+
+// Open opens (creating if needed) the store in dir/ardx.db and makes sure every
+// bucket exists.
+func Open(dir string, opts Options) (*DB, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("kv: create data dir: %w", err)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Second
+	}
+	path := filepath.Join(dir, FileName)
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout})
+	if err != nil {
+		return nil, fmt.Errorf("kv: open %s: %w", path, err)
+	}
+	// The batch timer defaults to 10 ms, slower than a plain fsynced Update
+	// with few writers; writers that want grouping queue themselves instead.
+	b.MaxBatchDelay = 2 * time.Millisecond
+	err = b.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("kv: %w", err)
+	}
+	return &DB{bolt: b, path: path}, nil
+}
+
+// Path returns the file path of the store.
+func (db *DB) Path() string { return db.path }
+
+// Close closes the file. Pending writes have been committed already.
+func (db *DB) Close() error { return db.bolt.Close() }
+
+// allBuckets lists every top-level bucket; each record kind registers its
+// bucket names here from its own file's init-free var block.
+var allBuckets [][]byte
+
+// bucket declares a top-level bucket and returns its name.
+func bucket(name string) []byte {
+	b := []byte(name)
+	allBuckets = append(allBuckets, b)
+	return b
+}
