@@ -23,15 +23,23 @@ type Server struct {
 	// that waits ~25 s for a settlement needs more than the usual default.
 	WriteTimeout time.Duration
 
+	// Listener, when set, is served instead of listening on Addr: callers
+	// that must know the bound address before building the handler (to
+	// derive a public URL from port 0) listen first with Listen.
+	Listener net.Listener
+
 	ln  net.Listener
 	srv *http.Server
 }
 
 // Open binds the listener and starts serving in a goroutine.
 func (s *Server) Open() error {
-	ln, err := net.Listen("tcp", s.Addr)
-	if err != nil {
-		return fmt.Errorf("%s: listen on %s: %w", s.Name, s.Addr, err)
+	ln := s.Listener
+	if ln == nil {
+		var err error
+		if ln, err = Listen(s.Name, s.Addr); err != nil {
+			return err
+		}
 	}
 	wt := s.WriteTimeout
 	if wt <= 0 {
@@ -56,6 +64,15 @@ func (s *Server) Open() error {
 		}
 	}()
 	return nil
+}
+
+// Listen binds a TCP listener on addr, naming the service in the error.
+func Listen(name, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: listen on %s: %w", name, addr, err)
+	}
+	return ln, nil
 }
 
 // ListenAddr returns the bound address (host:port), valid after Open.

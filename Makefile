@@ -1,0 +1,29 @@
+# ardx: every target is a line or two; see README.md.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GO      ?= go
+BENCH   ?= .
+
+.PHONY: build run test e2e bench lint testdata
+
+build: ## the binary, ./ardx
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o ardx .
+
+run: ## both services on loopback with the embedded defaults (dev chain, default corpus)
+	$(GO) run . serve
+
+test: ## every hermetic test: in-process servers and the simulated chain
+	$(GO) test -count=1 -timeout 20m ./...
+
+e2e: build ## the end-to-end tier: the built binary, a real chain node, real clients
+	ARDX_BIN=$(CURDIR)/ardx $(GO) test -tags e2e -count=1 -timeout 20m -v ./e2e/...
+
+bench: ## benchmarks, reported as numbers (never timed assertions)
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m ./...
+
+lint: ## go vet and gofmt
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+
+testdata: ## regenerate the test token (npm solc) and golden files
+	bash testdata/contracts/build.sh
+	$(GO) test -count=1 ./... -update >/dev/null
