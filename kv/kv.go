@@ -47,7 +47,10 @@ func Open(dir string, opts Options) (*DB, error) {
 		opts.Timeout = 2 * time.Second
 	}
 	path := filepath.Join(dir, FileName)
-	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout})
+	// A 64 MiB initial map saves bbolt re-mapping (and copying) the file
+	// repeatedly while a first large ingest grows it; it reserves address
+	// space, not memory.
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, InitialMmapSize: 64 << 20})
 	if err != nil {
 		return nil, fmt.Errorf("kv: open %s: %w", path, err)
 	}

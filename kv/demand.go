@@ -1,0 +1,193 @@
+package kv
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The demand log: one record per answered search, keyed by time, plus one
+// aggregate per UTC day kept in the same transaction so statistics never scan
+// the log. Nothing here identifies the caller: the record type has no field
+// that could hold an address, key or user agent.
+var (
+	bucketDemand      = bucket("demand")
+	bucketDemandDaily = bucket("demand_daily")
+)
+
+// demandDayLayout keys the daily aggregates; it sorts lexically by date.
+const demandDayLayout = "2006-01-02"
+
+// SearchRecord is what the demand log keeps of one search: what was asked,
+// how it was routed, and which entries came back at which rank.
+type SearchRecord struct {
+	Time       time.Time           `json:"t"`
+	Text       string              `json:"q"`
+	Filter     map[string][]string `json:"f,omitempty"`
+	Federation string              `json:"fed,omitempty"`
+	// Offset is the rank before the first result: a second page of ten has
+	// Offset 10, so Results[0] was returned at rank 11.
+	Offset    int               `json:"o,omitempty"`
+	Results   []ReturnedEntry   `json:"r,omitempty"`
+	Upstreams []UpstreamOutcome `json:"u,omitempty"`
+}
+
+// ReturnedEntry is one result of a search: its identifier, its 1-based rank
+// in the ranking the caller saw, and, for a result fused from another
+// registry, that registry's URL (empty for this registry's own entries).
+type ReturnedEntry struct {
+	ID     string `json:"id"`
+	Rank   int    `json:"rank"`
+	Source string `json:"src,omitempty"`
+}
+
+// UpstreamOutcome is how one upstream registry answered a federated search
+// (the caller names the outcomes, e.g. ok, error, timeout).
+type UpstreamOutcome struct {
+	Upstream string `json:"up"`
+	Outcome  string `json:"out"`
+}
+
+// DemandDay aggregates the demand log of one UTC day.
+type DemandDay struct {
+	Date string `json:"date"` // YYYY-MM-DD, UTC
+	// Searches counts every recorded search; ZeroResults those that asked
+	// for the first page and got nothing back.
+	Searches    int `json:"searches"`
+	ZeroResults int `json:"zeroResults"`
+	// Upstreams counts federation outcomes: upstream → outcome → count.
+	Upstreams map[string]map[string]int `json:"upstreams,omitempty"`
+}
+
+// AppendSearches commits recs to the demand log in one fsynced transaction,
+// updating the daily aggregates with them.
+func (db *DB) AppendSearches(recs []SearchRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		log := tx.Bucket(bucketDemand)
+		daily := tx.Bucket(bucketDemandDaily)
+		days := map[string]*DemandDay{}
+		for i := range recs {
+			rec := &recs[i]
+			if rec.Time.IsZero() {
+				return errors.New("kv: search record without time")
+			}
+			seq, err := log.NextSequence()
+			if err != nil {
+				return err
+			}
+			val, err := json.Marshal(rec)
+			if err != nil {
+				return fmt.Errorf("kv: encode search record: %w", err)
+			}
+			if err := log.Put(demandKey(rec.Time, seq), val); err != nil {
+				return err
+			}
+
+			date := rec.Time.UTC().Format(demandDayLayout)
+			day := days[date]
+			if day == nil {
+				day = &DemandDay{Date: date}
+				if cur := daily.Get([]byte(date)); cur != nil {
+					if err := json.Unmarshal(cur, day); err != nil {
+						return fmt.Errorf("kv: decode demand day %s: %w", date, err)
+					}
+				}
+				days[date] = day
+			}
+			day.Searches++
+			if len(rec.Results) == 0 && rec.Offset == 0 {
+				day.ZeroResults++
+			}
+			for _, u := range rec.Upstreams {
+				if day.Upstreams == nil {
+					day.Upstreams = map[string]map[string]int{}
+				}
+				if day.Upstreams[u.Upstream] == nil {
+					day.Upstreams[u.Upstream] = map[string]int{}
+				}
+				day.Upstreams[u.Upstream][u.Outcome]++
+			}
+		}
+		for date, day := range days {
+			val, err := json.Marshal(day)
+			if err != nil {
+				return err
+			}
+			if err := daily.Put([]byte(date), val); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// demandKey orders records by time; the bucket sequence keeps two records
+// of the same nanosecond apart.
+func demandKey(t time.Time, seq uint64) []byte {
+	k := make([]byte, 16)
+	binary.BigEndian.PutUint64(k, uint64(t.UnixNano()))
+	binary.BigEndian.PutUint64(k[8:], seq)
+	return k
+}
+
+// SearchesSince calls fn for every search recorded at or after since, oldest
+// first, until fn returns false or an error.
+func (db *DB) SearchesSince(since time.Time, fn func(SearchRecord) (bool, error)) error {
+	start := make([]byte, 8)
+	if ns := since.UnixNano(); ns > 0 {
+		binary.BigEndian.PutUint64(start, uint64(ns))
+	}
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDemand).Cursor()
+		for k, v := c.Seek(start); k != nil; k, v = c.Next() {
+			var rec SearchRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("kv: decode search record: %w", err)
+			}
+			more, err := fn(rec)
+			if err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// DemandDays returns the daily aggregates for the UTC days from the day of
+// from to the day of to, inclusive, one per day in date order; a day without
+// searches is present with zero counts.
+func (db *DB) DemandDays(from, to time.Time) ([]DemandDay, error) {
+	from = truncateDay(from)
+	to = truncateDay(to)
+	if to.Before(from) {
+		return nil, nil
+	}
+	var out []DemandDay
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		daily := tx.Bucket(bucketDemandDaily)
+		for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
+			date := d.Format(demandDayLayout)
+			day := DemandDay{Date: date}
+			if cur := daily.Get([]byte(date)); cur != nil {
+				if err := json.Unmarshal(cur, &day); err != nil {
+					return fmt.Errorf("kv: decode demand day %s: %w", date, err)
+				}
+			}
+			out = append(out, day)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func truncateDay(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}

@@ -1,0 +1,115 @@
+package kv_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/ardx-dev/ardx/kv"
+)
+
+func TestAppendSearchesAndReadBack(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day1 := time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)
+	day2 := day1.Add(2 * time.Minute) // 2026-03-02
+	recs := []kv.SearchRecord{
+		{Time: day1, Text: "weather", Federation: "none",
+			Filter:  map[string][]string{"type": {"application/mcp-server-card+json"}},
+			Results: []kv.ReturnedEntry{{ID: "urn:air:a.test:w", Rank: 1}, {ID: "urn:air:b.test:w", Rank: 2, Source: "https://up.test"}},
+			Upstreams: []kv.UpstreamOutcome{{Upstream: "https://up.test", Outcome: "ok"},
+				{Upstream: "https://slow.test", Outcome: "timeout"}}},
+		{Time: day1, Text: "nothing matches", Federation: "none"},
+		{Time: day2, Text: "page two, empty", Offset: 10},
+		{Time: day2, Text: "maps", Results: []kv.ReturnedEntry{{ID: "urn:air:c.test:m", Rank: 1}},
+			Upstreams: []kv.UpstreamOutcome{{Upstream: "https://up.test", Outcome: "error"}}},
+	}
+	if err := db.AppendSearches(recs[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AppendSearches(recs[2:]); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	// Reopen: the records were committed, not buffered.
+	db, err = kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	var got []kv.SearchRecord
+	err = db.SearchesSince(time.Time{}, func(r kv.SearchRecord) (bool, error) {
+		got = append(got, r)
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(recs) {
+		t.Fatalf("read %d records, want %d", len(got), len(recs))
+	}
+	for i := range recs {
+		if !got[i].Time.Equal(recs[i].Time) || got[i].Text != recs[i].Text ||
+			!reflect.DeepEqual(got[i].Results, recs[i].Results) || !reflect.DeepEqual(got[i].Filter, recs[i].Filter) {
+			t.Errorf("record %d = %+v, want %+v", i, got[i], recs[i])
+		}
+	}
+
+	got = nil
+	_ = db.SearchesSince(day2, func(r kv.SearchRecord) (bool, error) {
+		got = append(got, r)
+		return len(got) < 1, nil // stop after the first
+	})
+	if len(got) != 1 || got[0].Text != "page two, empty" {
+		t.Fatalf("since day2 with early stop = %+v", got)
+	}
+
+	days, err := db.DemandDays(day1.AddDate(0, 0, -1), day2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []kv.DemandDay{
+		{Date: "2026-02-28"},
+		{Date: "2026-03-01", Searches: 2, ZeroResults: 1, Upstreams: map[string]map[string]int{
+			"https://up.test": {"ok": 1}, "https://slow.test": {"timeout": 1}}},
+		{Date: "2026-03-02", Searches: 2, ZeroResults: 0, Upstreams: map[string]map[string]int{
+			"https://up.test": {"error": 1}}},
+	}
+	if !reflect.DeepEqual(days, want) {
+		t.Fatalf("days = %+v\nwant %+v", days, want)
+	}
+}
+
+func TestAppendSearchesRejectsRecordWithoutTime(t *testing.T) {
+	db := mustOpenDB(t)
+	err := db.AppendSearches([]kv.SearchRecord{{Time: time.Now(), Text: "ok"}, {Text: "no time"}})
+	if err == nil {
+		t.Fatal("record without time accepted")
+	}
+	n := 0
+	_ = db.SearchesSince(time.Time{}, func(kv.SearchRecord) (bool, error) { n++; return true, nil })
+	if n != 0 {
+		t.Fatalf("a failed group left %d records behind; the group must commit all or nothing", n)
+	}
+}
+
+func BenchmarkAppendSearches(b *testing.B) {
+	db := mustOpenDB(b)
+	group := make([]kv.SearchRecord, 64)
+	for i := range group {
+		group[i] = kv.SearchRecord{Time: time.Now(), Text: "weather forecast tools",
+			Results: []kv.ReturnedEntry{{ID: "urn:air:a.test:x", Rank: 1}, {ID: "urn:air:b.test:y", Rank: 2}}}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := db.AppendSearches(group); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(group)), "ns/record")
+}
