@@ -1,0 +1,279 @@
+package registry_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry"
+	"github.com/ardx-dev/ardx/registry/ingest"
+)
+
+// The search benchmark's corpus: the toolsdk MCP package list (outside the
+// repository, see /work/shared/data/README.md) mapped to ARD entries and
+// perturbed up to the wanted size. Built once per size per process.
+const toolsdkCorpus = "../../shared/data/toolsdk/packages-list.json"
+
+type benchCorpus struct {
+	dir     string
+	db      *kv.DB
+	ix      *index.Index
+	queries []string
+}
+
+var (
+	benchMu      sync.Mutex
+	benchCorpora = map[int]*benchCorpus{}
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, c := range benchCorpora {
+		c.ix.Close()
+		c.db.Close()
+		os.RemoveAll(c.dir)
+	}
+	os.Exit(code)
+}
+
+type toolsdkPackage struct {
+	Category string `json:"category"`
+	Tools    map[string]struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+	} `json:"tools"`
+}
+
+// urnPart keeps what an ARD URN segment allows.
+func urnPart(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return strings.Trim(b.String(), "-.")
+}
+
+func loadBenchCorpus(b *testing.B, n int) *benchCorpus {
+	b.Helper()
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if c := benchCorpora[n]; c != nil {
+		return c
+	}
+	raw, err := os.ReadFile(toolsdkCorpus)
+	if err != nil {
+		b.Skipf("benchmark corpus %s absent (%v); it lives outside the repository", toolsdkCorpus, err)
+	}
+	var pkgs map[string]toolsdkPackage
+	if err := json.Unmarshal(raw, &pkgs); err != nil {
+		b.Fatal(err)
+	}
+	names := make([]string, 0, len(pkgs))
+	for name := range pkgs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+
+	type base struct {
+		name, publisher, display, desc, category string
+		tools                                    []string
+	}
+	bases := make([]base, 0, len(names))
+	var queries []string
+	for _, name := range names {
+		p := pkgs[name]
+		publisher, short := "npm.test", name
+		if strings.HasPrefix(name, "@") {
+			if i := strings.Index(name, "/"); i > 0 {
+				publisher, short = urnPart(name[1:i])+".test", name[i+1:]
+			}
+		}
+		bs := base{name: urnPart(short), publisher: strings.Trim(publisher, "."), category: p.Category,
+			display: strings.ReplaceAll(short, "-", " ")}
+		var descs []string
+		toolNames := make([]string, 0, len(p.Tools))
+		for tn := range p.Tools {
+			toolNames = append(toolNames, tn)
+		}
+		sort.Strings(toolNames)
+		for _, tn := range toolNames {
+			t := p.Tools[tn]
+			bs.tools = append(bs.tools, t.Name)
+			descs = append(descs, t.Description)
+			if len(queries) < 400 && len(t.Description) > 20 {
+				words := strings.Fields(t.Description)
+				queries = append(queries, strings.Join(words[:min(4, len(words))], " "))
+			}
+		}
+		bs.desc = strings.Join(append([]string{"MCP server " + bs.display + " for " + strings.ReplaceAll(p.Category, "-", " ") + "."}, descs...), " ")
+		if len(bs.desc) > 2000 {
+			bs.desc = bs.desc[:2000]
+		}
+		if bs.name == "" {
+			continue
+		}
+		bases = append(bases, bs)
+	}
+	if len(queries) == 0 {
+		b.Fatal("corpus yields no queries")
+	}
+
+	dir, err := os.MkdirTemp("", "ardx-bench-*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := kv.Open(dir, kv.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix, _, err := index.Open(filepath.Join(dir, "index"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &benchCorpus{dir: dir, db: db, ix: ix, queries: queries}
+	benchCorpora[n] = c
+
+	// Perturbation: copy k of a package gets its own publisher and name and
+	// one extra word, so copies are distinct documents with similar text.
+	extra := []string{"fast", "secure", "open source", "enterprise", "lightweight", "cloud", "local", "realtime"}
+	start := time.Now()
+	const chunk = 1000
+	entries := make([]kv.Entry, 0, chunk)
+	flush := func(src string) {
+		if len(entries) == 0 {
+			return
+		}
+		if _, err := db.ReplaceSource(src, entries, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		docs := make([]index.Doc, 0, len(entries))
+		for _, e := range entries {
+			d, err := ingest.ToDoc(e)
+			if err != nil {
+				b.Fatal(err)
+			}
+			docs = append(docs, d)
+		}
+		if err := ix.Put(docs); err != nil {
+			b.Fatal(err)
+		}
+		entries = entries[:0]
+	}
+	for i := 0; i < n; i++ {
+		bs := bases[i%len(bases)]
+		k := i / len(bases)
+		publisher, suffix := bs.publisher, ""
+		if k > 0 {
+			publisher = fmt.Sprintf("m%d.%s", k, bs.publisher)
+			suffix = fmt.Sprintf(" (%s)", extra[k%len(extra)])
+		}
+		id := "urn:air:" + publisher + ":" + bs.name
+		body, _ := json.Marshal(map[string]any{
+			"identifier":            id,
+			"displayName":           bs.display + suffix,
+			"type":                  "application/mcp-server-card+json",
+			"url":                   "https://" + publisher + "/mcp/" + bs.name + ".json",
+			"description":           bs.desc + suffix,
+			"tags":                  []string{bs.category},
+			"capabilities":          bs.tools,
+			"representativeQueries": []string{bs.display, bs.category + " tools"},
+		})
+		entries = append(entries, kv.Entry{ID: id, Body: body})
+		if len(entries) == chunk {
+			flush(fmt.Sprintf("bench-%d", i/chunk))
+		}
+	}
+	flush("bench-last")
+	b.Logf("built %d-entry corpus in %v", n, time.Since(start).Round(time.Millisecond))
+	return c
+}
+
+// BenchmarkSearchHTTP measures POST /search (federation none) over HTTP on
+// loopback with 8 concurrent clients, client time included, and reports the
+// latency percentiles.
+func BenchmarkSearchHTTP(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			c := loadBenchCorpus(b, n)
+			svc, err := registry.New(registry.Config{PublicURL: publicURL}, c.db, c.ix)
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := httptest.NewServer(svc.Handler())
+			defer srv.Close()
+			defer svc.Close(b.Context())
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 10 * time.Second}
+			bodies := make([][]byte, len(c.queries))
+			for i, q := range c.queries {
+				bodies[i], _ = json.Marshal(map[string]any{"query": map[string]any{"text": q}, "federation": "none"})
+			}
+			const clients = 8
+			lat := make([][]time.Duration, clients)
+			var next sync.Mutex
+			issued := 0
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for w := 0; w < clients; w++ {
+				wg.Go(func() {
+					buf := make([]byte, 64<<10)
+					for {
+						next.Lock()
+						i := issued
+						issued++
+						next.Unlock()
+						if i >= b.N {
+							return
+						}
+						t0 := time.Now()
+						resp, err := client.Post(srv.URL+"/search", "application/json", bytes.NewReader(bodies[i%len(bodies)]))
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						for {
+							if _, err := resp.Body.Read(buf); err != nil {
+								break
+							}
+						}
+						resp.Body.Close()
+						if resp.StatusCode != http.StatusOK {
+							b.Errorf("status %d", resp.StatusCode)
+							return
+						}
+						lat[w] = append(lat[w], time.Since(t0))
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			all := slices.Concat(lat...)
+			if len(all) == 0 {
+				return
+			}
+			slices.Sort(all)
+			pct := func(p float64) float64 {
+				return float64(all[min(len(all)-1, int(p*float64(len(all))))].Microseconds()) / 1000
+			}
+			b.ReportMetric(pct(0.50), "p50-ms")
+			b.ReportMetric(pct(0.99), "p99-ms")
+			b.ReportMetric(0, "ns/op") // wall time per op is meaningless with 8 clients; percentiles are the result
+		})
+	}
+}

@@ -1,0 +1,99 @@
+package registry
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ardx-dev/ardx/web"
+)
+
+func fuzzService(t testing.TB) *Service {
+	return &Service{problems: web.Problems{BaseURL: "https://r.test"}, tokens: tokenSealer{key: []byte("k")}}
+}
+
+// checkProblem fails unless err is a 400 or 422 problem (never a 500).
+func checkProblem(t *testing.T, err error) {
+	var p *web.Problem
+	if !errors.As(err, &p) {
+		var de *web.DecodeError
+		if errors.As(err, &de) {
+			return // written as 400/422 by web.Problems
+		}
+		t.Fatalf("error is not a problem: %T %v", err, err)
+	}
+	if p.Status != http.StatusBadRequest && p.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d for bad input", p.Status)
+	}
+	if p.Status == http.StatusUnprocessableEntity && len(p.Errors) == 0 {
+		t.Fatalf("422 without field errors: %+v", p)
+	}
+}
+
+func FuzzSearchDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"query":{"text":"weather forecast tools","filter":{"type":["application/mcp-server-card+json"]}},"federation":"none","pageSize":2}`,
+		`{"query":{"text":"x","filter":{"tags":"a","metadata.k":["v"]}},"limit":100,"pageToken":"czEA"}`,
+		`{"query":{"text":""}}`, `[]`, `{"limit":1e2}`, `{"query":{"text":"a","filter":{"pay:price":{"lte":1}}}}`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	s := fuzzService(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := splitObject(body, s.problems)
+		if err != nil {
+			checkProblem(t, err)
+			return
+		}
+		req, err := s.parseSearch(m)
+		if err != nil {
+			checkProblem(t, err)
+			return
+		}
+		if strings.TrimSpace(req.Text) == "" || req.Limit < 1 || req.Limit > maxSearchLimit || req.Offset < 0 || req.Offset > maxSearchOffset {
+			t.Fatalf("accepted an invalid request: %+v", req)
+		}
+		switch req.Federation {
+		case fedAuto, fedNone, fedReferrals:
+		default:
+			t.Fatalf("federation %q accepted", req.Federation)
+		}
+		for k, vals := range req.Filter {
+			if unsupportedFilterKeys[k] || len(vals) == 0 {
+				t.Fatalf("filter %q=%v accepted", k, vals)
+			}
+		}
+	})
+}
+
+func FuzzExploreDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"resultType":{"facets":[{"field":"type"}]}}`, `{}`, ``, `{"resultType":"facets"}`,
+		`{"query":{"text":"w"},"resultType":{"facets":["publisher",{"field":"type","limit":3,"minCount":1}]}}`,
+		`{"resultType":{"facets":[{"field":"type","limit":-1}]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	s := fuzzService(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := splitObject(body, s.problems)
+		if err != nil {
+			checkProblem(t, err)
+			return
+		}
+		req, err := s.parseExplore(m)
+		if err != nil {
+			checkProblem(t, err)
+			return
+		}
+		if len(req.Facets) == 0 {
+			t.Fatal("accepted request asks for no facets")
+		}
+		for _, fr := range req.Facets {
+			if fr.Limit < 1 || fr.Limit > maxFacetLimit || fr.MinCount < 0 || fr.Field == "" {
+				t.Fatalf("facet request %+v accepted", fr)
+			}
+		}
+	})
+}

@@ -1,0 +1,141 @@
+package registry
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ardx-dev/ardx/kv"
+)
+
+// The demand log must not slow a search down, so a search only enqueues its
+// record; one goroutine commits whatever has queued up in a single fsynced
+// bbolt transaction. Under a burst, records group naturally: while one
+// commit runs the next group fills.
+
+const (
+	demandQueueLen = 8192
+	maxDemandGroup = 512
+)
+
+type demandWriter struct {
+	db      *kv.DB
+	log     *slog.Logger
+	queue   chan kv.SearchRecord
+	flushes chan chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	closed  atomic.Bool
+	// dropped counts records lost to a full queue or a failed commit; a
+	// search is never made to wait for the log.
+	dropped atomic.Int64
+}
+
+func newDemandWriter(db *kv.DB, log *slog.Logger) *demandWriter {
+	d := &demandWriter{
+		db:      db,
+		log:     log,
+		queue:   make(chan kv.SearchRecord, demandQueueLen),
+		flushes: make(chan chan struct{}),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go d.run()
+	return d
+}
+
+// record enqueues rec without blocking.
+func (d *demandWriter) record(rec kv.SearchRecord) {
+	if d.closed.Load() {
+		return
+	}
+	select {
+	case d.queue <- rec:
+	default:
+		if n := d.dropped.Add(1); n&(n-1) == 0 { // log at 1, 2, 4, 8... drops
+			d.log.Warn("demand log queue full; search not recorded", "dropped_total", n)
+		}
+	}
+}
+
+func (d *demandWriter) run() {
+	defer close(d.done)
+	group := make([]kv.SearchRecord, 0, maxDemandGroup)
+	for {
+		select {
+		case rec := <-d.queue:
+			group = append(group[:0], rec)
+			group = d.drain(group, maxDemandGroup)
+			d.commit(group)
+		case ack := <-d.flushes:
+			d.commitAll(group)
+			close(ack)
+		case <-d.stop:
+			d.commitAll(group)
+			return
+		}
+	}
+}
+
+// drain adds queued records to group without waiting, up to limit.
+func (d *demandWriter) drain(group []kv.SearchRecord, limit int) []kv.SearchRecord {
+	for len(group) < limit {
+		select {
+		case rec := <-d.queue:
+			group = append(group, rec)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+// commitAll commits everything queued, group by group.
+func (d *demandWriter) commitAll(group []kv.SearchRecord) {
+	for {
+		group = d.drain(group[:0], maxDemandGroup)
+		if len(group) == 0 {
+			return
+		}
+		d.commit(group)
+	}
+}
+
+func (d *demandWriter) commit(group []kv.SearchRecord) {
+	if err := d.db.AppendSearches(group); err != nil {
+		d.dropped.Add(int64(len(group)))
+		d.log.Error("demand log commit failed; searches not recorded", "records", len(group), "err", err)
+	}
+}
+
+func (d *demandWriter) flush(ctx context.Context) error {
+	ack := make(chan struct{})
+	select {
+	case d.flushes <- ack:
+	case <-d.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-ack:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *demandWriter) close(ctx context.Context) error {
+	d.once.Do(func() {
+		d.closed.Store(true)
+		close(d.stop)
+	})
+	select {
+	case <-d.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

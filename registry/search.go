@@ -1,0 +1,286 @@
+package registry
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/web"
+)
+
+// Federation modes of POST /search (ARD §5.4, ADR-0006).
+const (
+	fedAuto      = "auto"
+	fedNone      = "none"
+	fedReferrals = "referrals"
+)
+
+const (
+	defaultSearchLimit = 10
+	maxSearchLimit     = 100
+	// maxSearchOffset bounds how deep page tokens reach into a ranking;
+	// deeper pages cost the index more than any caller needs.
+	maxSearchOffset = 1000
+	// Visibility labels; the member is "visibility" on every result.
+	visPublic  = "public"
+	visPrivate = "private"
+)
+
+// searchRequest is a validated POST /search body.
+type searchRequest struct {
+	queryModel
+	Limit      int
+	Federation string
+	Offset     int    // from the page token
+	scope      []byte // page-token scope
+}
+
+// parseSearch validates a POST /search body. A non-nil error is a problem
+// (or a body-read error) to write as it is.
+func (s *Service) parseSearch(m map[string]json.RawMessage) (searchRequest, error) {
+	var fe fieldErrors
+	req := searchRequest{Limit: defaultSearchLimit, Federation: fedAuto}
+	for k := range m {
+		switch k {
+		case "query", "limit", "pageSize", "pageToken", "federation":
+		default:
+			fe.add(k, "is not a member of a search request (query, limit, pageSize, pageToken, federation)")
+		}
+	}
+	req.queryModel = parseQuery(m["query"], true, &fe)
+
+	limit, haveLimit := -1, false
+	for _, name := range []string{"limit", "pageSize"} {
+		raw, ok := m[name]
+		if !ok || isNull(raw) {
+			continue
+		}
+		n, ok := rawInt(raw)
+		if !ok || n < 1 || n > maxSearchLimit {
+			fe.add(name, "must be an integer from 1 to "+strconv.Itoa(maxSearchLimit))
+			continue
+		}
+		if haveLimit && n != limit {
+			fe.add(name, "limit and pageSize are the same setting; give one, or the same value for both")
+			continue
+		}
+		limit, haveLimit = n, true
+	}
+	if haveLimit {
+		req.Limit = limit
+	}
+	if raw, ok := m["federation"]; ok && !isNull(raw) {
+		f, ok := rawString(raw)
+		switch {
+		case !ok:
+			fe.add("federation", "must be a string: auto, none or referrals")
+		case f == fedAuto || f == fedNone || f == fedReferrals:
+			req.Federation = f
+		default:
+			fe.add("federation", "must be one of auto, none, referrals")
+		}
+	}
+	if p := fe.problem(s.problems); p != nil {
+		return req, p
+	}
+	req.scope = appendScope(append([]byte(req.Federation), 0), req.Text, req.Filter)
+	if raw, ok := m["pageToken"]; ok && !isNull(raw) {
+		tok, ok := rawString(raw)
+		if !ok {
+			fe.add("pageToken", "must be a string")
+		} else if tok != "" {
+			payload, err := s.tokens.open(tokenSearch, req.scope, tok)
+			off, n := binary.Uvarint(payload)
+			if err != nil || n != len(payload) || off > maxSearchOffset {
+				fe.add("pageToken", "is not a page token of this query; send the same query, filter and federation as the request that returned it")
+			} else {
+				req.Offset = int(off)
+			}
+		}
+	}
+	if p := fe.problem(s.problems); p != nil {
+		return req, p
+	}
+	return req, nil
+}
+
+// nextToken seals the offset of the page after this one.
+func (s *Service) nextToken(req searchRequest, next int) string {
+	return s.tokens.seal(tokenSearch, req.scope, binary.AppendUvarint(nil, uint64(next)))
+}
+
+// resultItem is one result on its way to the response.
+type resultItem struct {
+	id         string
+	body       []byte // the entry object as stored or as the upstream sent it
+	score      int
+	source     []byte // JSON-encoded source URL
+	visibility string
+	upstream   string // "" for local results
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// handleSearch handles "POST /search".
+func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	m, err := readObject(w, r, s.problems)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req, err := s.parseSearch(m)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	mode := req.Federation
+	if mode == fedAuto && len(s.upstreams) == 0 {
+		mode = fedNone // nothing to fan out to: answer as none
+	}
+
+	var (
+		items     []resultItem
+		next      string
+		outcomes  []kv.UpstreamOutcome
+		referrals [][]byte
+	)
+	if mode == fedAuto {
+		items, next, outcomes, err = s.searchFederated(r, req)
+	} else {
+		items, next, err = s.searchLocal(r, req)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if mode == fedReferrals {
+		if referrals, err = s.referrals(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+
+	bp := bufPool.Get().(*[]byte)
+	buf := append((*bp)[:0], `{"results":[`...)
+	for i, it := range items {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf, err = appendProjected(buf, it.body, projection{score: it.score, withScore: true, source: it.source, visibility: it.visibility})
+		if err != nil {
+			// Upstream bodies were checked on arrival and local ones are
+			// compacted by kv, so this is drift between kv and the index.
+			s.log.Error("stored entry is not an object", "identifier", it.id, "request_id", web.RequestID(r.Context()))
+			*bp = buf
+			bufPool.Put(bp)
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	buf = append(buf, ']')
+	if next != "" {
+		buf = append(buf, `,"pageToken":"`...)
+		buf = append(buf, next...)
+		buf = append(buf, '"')
+	}
+	if mode == fedReferrals {
+		buf = append(buf, `,"referrals":[`...)
+		for i, ref := range referrals {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, ref...)
+		}
+		buf = append(buf, ']')
+	}
+	buf = append(buf, "}\n"...)
+
+	// Recorded before the response goes out, so a caller that has its
+	// answer can rely on Flush covering it.
+	rec := kv.SearchRecord{
+		Time:       s.cfg.Now().UTC(),
+		Text:       req.Text,
+		Federation: req.Federation,
+		Offset:     req.Offset,
+		Upstreams:  outcomes,
+	}
+	if len(req.Filter) > 0 {
+		rec.Filter = map[string][]string(req.Filter)
+	}
+	if len(items) > 0 {
+		rec.Results = make([]kv.ReturnedEntry, len(items))
+		for i, it := range items {
+			rec.Results[i] = kv.ReturnedEntry{ID: it.id, Rank: req.Offset + i + 1, Source: it.upstream}
+		}
+	}
+	s.demand.record(rec)
+
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
+	_, _ = w.Write(buf)
+	*bp = buf
+	if cap(buf) <= 1<<20 { // keep the pool from pinning huge pages
+		bufPool.Put(bp)
+	}
+
+}
+
+// searchLocal answers from this index alone.
+func (s *Service) searchLocal(r *http.Request, req searchRequest) ([]resultItem, string, error) {
+	res, err := s.ix.Search(r.Context(), index.SearchRequest{
+		Text: req.Text, Filter: req.Filter, From: req.Offset, Size: req.Limit,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	items, err := s.localItems(res.Hits)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if end := req.Offset + len(res.Hits); len(res.Hits) > 0 && uint64(end) < res.Total && end <= maxSearchOffset {
+		next = s.nextToken(req, end)
+	}
+	return items, next, nil
+}
+
+// localItems loads the entries of hits from kv, in hit order. A hit whose
+// entry is missing (index and kv briefly out of step during ingestion) is
+// left out rather than failing the search.
+func (s *Service) localItems(hits []index.Hit) ([]resultItem, error) {
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	entries, err := s.db.GetEntries(ids)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]resultItem, 0, len(hits))
+	for _, h := range hits {
+		e, ok := entries[h.ID]
+		if !ok {
+			s.log.Warn("indexed entry missing from kv", "identifier", h.ID)
+			continue
+		}
+		vis := visPublic
+		if e.Owner != "" {
+			vis = visPrivate
+		}
+		items = append(items, resultItem{id: h.ID, body: e.Body, score: clampScore(h.Score), source: s.sourceJSON, visibility: vis})
+	}
+	return items, nil
+}
+
+func clampScore(n int) int {
+	return min(max(n, 0), 100)
+}

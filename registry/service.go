@@ -1,0 +1,224 @@
+package registry
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/web"
+)
+
+// maxBodyBytes caps every request body; larger bodies get 413.
+const maxBodyBytes = 1 << 20
+
+// Config configures a Service.
+type Config struct {
+	// PublicURL is this registry's base URL as callers see it, without a
+	// trailing slash. It is each local result's source and the base of
+	// problem type URIs.
+	PublicURL string
+	// Upstreams are the base URLs of the registries a federation=auto
+	// search asks (each gets POST <base>/search).
+	Upstreams []string
+	// FederationTimeout bounds the whole fan-out to upstreams; zero means
+	// 800 ms. A slower upstream is skipped.
+	FederationTimeout time.Duration
+	// Logger receives request and federation logs; nil discards them.
+	Logger *slog.Logger
+	// HTTPClient asks upstream registries; nil means a client with
+	// connect, header and overall timeouts that follows no redirects.
+	HTTPClient *http.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// TokenKey authenticates page tokens. Empty means a random key per
+	// process, so tokens do not survive a restart (the ranking they point
+	// into may not either).
+	TokenKey []byte
+}
+
+// Service is the registry's HTTP service. Create it with New, serve
+// Handler(), and Close it to flush the demand log.
+type Service struct {
+	cfg       Config
+	db        *kv.DB
+	ix        *index.Index
+	log       *slog.Logger
+	problems  web.Problems
+	client    *http.Client
+	upstreams []upstream
+	tokens    tokenSealer
+	demand    *demandWriter
+	openapi   []byte
+	// sourceJSON is PublicURL as a JSON string, the source of local results.
+	sourceJSON []byte
+	handler    http.Handler
+}
+
+// upstream is one configured upstream registry.
+type upstream struct {
+	base       string // normalised base URL, no trailing slash
+	host       string // host[:port], for logs
+	sourceJSON []byte // base as a JSON string, the source of its results
+}
+
+// New checks cfg and returns a Service reading entries from db and ranking
+// them with ix. It starts the demand log writer; Close stops it.
+func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
+	if db == nil || ix == nil {
+		return nil, errors.New("registry: New needs a kv.DB and an index.Index")
+	}
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	if u, err := url.Parse(cfg.PublicURL); cfg.PublicURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("registry: public URL %q must be an absolute http(s) URL", cfg.PublicURL)
+	}
+	if cfg.FederationTimeout <= 0 {
+		cfg.FederationTimeout = 800 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if len(cfg.TokenKey) == 0 {
+		cfg.TokenKey = make([]byte, 32)
+		_, _ = rand.Read(cfg.TokenKey)
+	}
+	s := &Service{
+		cfg:      cfg,
+		db:       db,
+		ix:       ix,
+		log:      cfg.Logger.With("component", "registry"),
+		problems: web.Problems{BaseURL: cfg.PublicURL, Logger: cfg.Logger},
+		client:   cfg.HTTPClient,
+		tokens:   tokenSealer{key: cfg.TokenKey},
+	}
+	if s.client == nil {
+		s.client = defaultUpstreamClient()
+	}
+	seen := map[string]bool{}
+	for _, raw := range cfg.Upstreams {
+		base := strings.TrimRight(strings.TrimSpace(raw), "/")
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("registry: upstream %q must be an absolute http(s) base URL without query or fragment", raw)
+		}
+		if base == cfg.PublicURL {
+			return nil, fmt.Errorf("registry: upstream %q is this registry itself", raw)
+		}
+		if seen[base] {
+			continue
+		}
+		seen[base] = true
+		src, _ := json.Marshal(base)
+		s.upstreams = append(s.upstreams, upstream{base: base, host: u.Host, sourceJSON: src})
+	}
+	doc, err := buildOpenAPI(cfg.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	s.openapi = doc
+	s.sourceJSON, _ = json.Marshal(cfg.PublicURL)
+	s.demand = newDemandWriter(db, s.log)
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the service's HTTP handler, middleware included.
+func (s *Service) Handler() http.Handler { return s.handler }
+
+// Flush waits until every search answered so far is committed to the demand
+// log, or ctx ends.
+func (s *Service) Flush(ctx context.Context) error { return s.demand.flush(ctx) }
+
+// Close stops the demand log writer after committing what it holds. The
+// handler must no longer be serving: searches answered after Close are not
+// recorded.
+func (s *Service) Close(ctx context.Context) error { return s.demand.close(ctx) }
+
+// route is one method and path of the API.
+type route struct {
+	method, path string
+	handle       func(http.ResponseWriter, *http.Request, httprouter.Params)
+}
+
+// routeTable lists every route of the registry API. The OpenAPI test walks it.
+func (s *Service) routeTable() []route {
+	return []route{
+		{http.MethodPost, "/search", s.handleSearch},
+		{http.MethodPost, "/explore", s.handleExplore},
+		{http.MethodGet, "/agents", s.handleAgents},
+		{http.MethodGet, "/health", s.handleHealth},
+		{http.MethodGet, "/stats", s.handleStats},
+		{http.MethodGet, "/openapi.json", s.handleOpenAPI},
+	}
+}
+
+// routes builds the router and wraps it in the middleware chain, outermost
+// first.
+func (s *Service) routes() http.Handler {
+	r := httprouter.New()
+	for _, rt := range s.routeTable() {
+		r.Handle(rt.method, rt.path, rt.handle)
+	}
+	r.NotFound = s.problems.NotFound()
+	r.MethodNotAllowed = s.problems.MethodNotAllowed()
+	r.PanicHandler = s.problems.Panic
+	r.HandleOPTIONS = false
+	return web.Chain(r,
+		web.WithRequestID,
+		web.WithLogging(s.log),
+		web.WithRecover(s.problems),
+		web.WithBodyLimit(maxBodyBytes),
+	)
+}
+
+// defaultUpstreamClient bounds every phase of an upstream call; the
+// federation deadline is usually shorter and wins.
+func defaultUpstreamClient() *http.Client {
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   2 * time.Second,
+		ResponseHeaderTimeout: 5 * time.Second,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	return &http.Client{
+		Transport: tr,
+		Timeout:   10 * time.Second,
+		// An upstream that redirects its search endpoint is misconfigured;
+		// following it would let it point us anywhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// writeError is the one place that maps errors to responses: the index's
+// refusals are the caller's input (422), everything else goes through
+// web.Problems (problems as they are, body errors to 400/413, the rest 500).
+func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, index.ErrUnknownFilterKey):
+		err = s.problems.Invalid(err.Error(), web.FieldError{Field: "query.filter", Message: err.Error()})
+	case errors.Is(err, index.ErrBadCursor):
+		err = s.problems.Invalid("pageToken does not match this orderBy",
+			web.FieldError{Field: "pageToken", Message: "does not match this orderBy"})
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The caller went away; nobody reads the answer, so say little.
+		err = s.problems.New(web.SlugServiceUnavailable, "the request was cancelled")
+	}
+	s.problems.Write(w, r, err)
+}
