@@ -7,12 +7,20 @@ package index
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
-)
 
-// CONTRACT SKELETON — the index helper replaces these bodies with the real
-// implementation. The exported names and signatures below are what the
-// registry packages code against; keep them (add, don't rename).
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
 
 // Doc is what the index holds of one entry.
 type Doc struct {
@@ -110,51 +118,279 @@ type ListResult struct {
 	Next  []string // sort key of the last item; nil when this was the last page
 }
 
-// Index is an open Bleve index.
-type Index struct{}
+// Index is an open Bleve index. It is safe for concurrent use.
+type Index struct {
+	bleve bleve.Index
+	an    analyzers
+	log   *slog.Logger
+
+	// gen counts Put and Delete calls; calibration compares it to decide
+	// whether its constant is stale.
+	gen atomic.Uint64
+
+	// writeMu serialises writers so the probe sample stored with each
+	// batch stays consistent with the batches before it.
+	writeMu sync.Mutex
+	probes  *probeSample
+
+	dfs dfCache
+
+	calMu sync.Mutex // held while recalibrating
+	cal   atomic.Pointer[calibration]
+}
+
+// Options tune OpenWith.
+type Options struct {
+	// Logger receives the rare events worth a line (rebuild reasons,
+	// recalibration). Nil discards them.
+	Logger *slog.Logger
+	// LockTimeout bounds the wait for the index's lock file held by another
+	// process. Zero means 2 seconds; bleve's own default waits forever.
+	LockTimeout time.Duration
+}
+
+// ErrLocked is wrapped by Open errors when another process holds the index.
+var ErrLocked = errors.New("index: locked by another process")
+
+// ErrBadCursor is wrapped by List errors when After does not fit OrderBy.
+var ErrBadCursor = errors.New("index: page cursor does not match the order")
+
+// Internal (bleve SetInternal) keys.
+var (
+	internalVersion = []byte("ardx.mappingVersion")
+	internalProbes  = []byte("ardx.calibrationProbes")
+)
+
+// metaFile is the file bleve writes into every index directory; Open only
+// ever deletes a directory that has it.
+const metaFile = "index_meta.json"
 
 // Open opens the index in dir, creating it if missing. rebuild is true when
 // the index was created anew or its mapping was older than this build's (the
 // old one is discarded): the caller must re-put every doc from kv.
-func Open(dir string) (ix *Index, rebuild bool, err error) { return nil, false, errNotYet }
+func Open(dir string) (ix *Index, rebuild bool, err error) { return OpenWith(dir, Options{}) }
 
-// OpenMemory opens an in-memory index, for tests.
-func OpenMemory() (*Index, error) { return nil, errNotYet }
+// OpenWith is Open with options. A directory that is missing, unreadable
+// (corrupt) or written by a different mapping version is recreated and
+// reported with rebuild=true; a directory locked by another process is an
+// error wrapping ErrLocked and is left alone.
+func OpenWith(dir string, opts Options) (ix *Index, rebuild bool, err error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 2 * time.Second
+	}
+	im, err := newMapping()
+	if err != nil {
+		return nil, false, err
+	}
+	version, err := mappingVersion(im)
+	if err != nil {
+		return nil, false, err
+	}
+	cfg := map[string]any{"bolt_timeout": opts.LockTimeout.String()}
+
+	b, err := bleve.OpenUsing(dir, cfg)
+	var reason string
+	switch {
+	case err == nil:
+		stored, gerr := b.GetInternal(internalVersion)
+		if gerr == nil && string(stored) == version {
+			ix, err := newIndex(b, log)
+			if err != nil {
+				_ = b.Close()
+				return nil, false, err
+			}
+			return ix, false, nil
+		}
+		_ = b.Close()
+		reason = fmt.Sprintf("mapping version %q, want %q", stored, version)
+	case errors.Is(err, bleve.ErrorIndexPathDoesNotExist):
+		reason = "missing"
+	case isLockTimeout(err):
+		return nil, false, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)
+	case errors.Is(err, bleve.ErrorIndexMetaMissing):
+		reason = "not an index"
+	default:
+		reason = "unreadable: " + err.Error()
+	}
+	if reason != "missing" {
+		if err := discard(dir); err != nil {
+			return nil, false, err
+		}
+	}
+	log.Info("index: creating", "dir", dir, "reason", reason)
+	b, err = bleve.NewUsing(dir, im, scorch.Name, scorch.Name, cfg)
+	if err != nil {
+		return nil, false, fmt.Errorf("index: create %s: %w", dir, err)
+	}
+	if err := b.SetInternal(internalVersion, []byte(version)); err != nil {
+		_ = b.Close()
+		return nil, false, fmt.Errorf("index: store mapping version: %w", err)
+	}
+	ix, err = newIndex(b, log)
+	if err != nil {
+		_ = b.Close()
+		return nil, false, err
+	}
+	return ix, true, nil
+}
+
+func isLockTimeout(err error) bool {
+	return errors.Is(err, bolterrors.ErrTimeout) || strings.Contains(err.Error(), bolterrors.ErrTimeout.Error())
+}
+
+// discard removes an index directory before it is recreated. It refuses a
+// non-empty directory that bleve did not create, so a mistyped path never
+// costs someone their files.
+func discard(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("index: read %s: %w", dir, err)
+	}
+	if len(entries) > 0 && !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == metaFile }) {
+		return fmt.Errorf("index: %s is not empty and holds no bleve index; refusing to delete it", dir)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("index: discard %s: %w", filepath.Clean(dir), err)
+	}
+	return nil
+}
+
+// OpenMemory opens an in-memory index, for tests. It is the production
+// engine (scorch) without a directory, not bleve's separate mem-only engine.
+func OpenMemory() (*Index, error) {
+	im, err := newMapping()
+	if err != nil {
+		return nil, err
+	}
+	b, err := bleve.NewUsing("", im, scorch.Name, scorch.Name, nil)
+	if err != nil {
+		return nil, fmt.Errorf("index: create in memory: %w", err)
+	}
+	ix, err := newIndex(b, slog.New(slog.DiscardHandler))
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return ix, nil
+}
+
+func newIndex(b bleve.Index, log *slog.Logger) (*Index, error) {
+	an, err := resolveAnalyzers(b.Mapping())
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{bleve: b, an: an, log: log}
+	raw, err := b.GetInternal(internalProbes)
+	if err != nil {
+		return nil, fmt.Errorf("index: read calibration probes: %w", err)
+	}
+	ix.probes = decodeProbeSample(raw)
+	return ix, nil
+}
+
+// putBatchSize bounds one bleve batch: large enough to amortise the
+// persist wait of each batch, small enough to bound the memory it holds.
+const putBatchSize = 1000
 
 // Put indexes docs (replacing docs with the same ID) in batches.
-func (ix *Index) Put(docs []Doc) error { return errNotYet }
+func (ix *Index) Put(docs []Doc) error {
+	for i := range docs {
+		if strings.TrimSpace(docs[i].ID) == "" {
+			return fmt.Errorf("index: put: doc %d has no ID", i)
+		}
+	}
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
+	defer ix.gen.Add(1)
+	for start := 0; start < len(docs); start += putBatchSize {
+		chunk := docs[start:min(start+putBatchSize, len(docs))]
+		b := ix.bleve.NewBatch()
+		changed := false
+		for i := range chunk {
+			if err := b.IndexAdvanced(ix.an.toDocument(&chunk[i])); err != nil {
+				return fmt.Errorf("index: put %s: %w", chunk[i].ID, err)
+			}
+			if ix.probes.offer(chunk[i].ID, probeText(&chunk[i])) {
+				changed = true
+			}
+		}
+		if changed {
+			b.SetInternal(internalProbes, ix.probes.encode())
+		}
+		if err := ix.bleve.Batch(b); err != nil {
+			return fmt.Errorf("index: put batch: %w", err)
+		}
+	}
+	return nil
+}
 
 // Delete removes docs by ID; unknown IDs are ignored.
-func (ix *Index) Delete(ids []string) error { return errNotYet }
-
-// Search ranks the docs matching req.
-func (ix *Index) Search(ctx context.Context, req SearchRequest) (SearchResult, error) {
-	return SearchResult{}, errNotYet
-}
-
-// Facets counts field values over every doc matching text and filter, with
-// the same matching and relevance cutoff as Search. Empty text matches all.
-func (ix *Index) Facets(ctx context.Context, text string, filter Filter, viewer string, reqs []FacetRequest) (map[string]Facet, error) {
-	return nil, errNotYet
-}
-
-// List browses docs in a deterministic order.
-func (ix *Index) List(ctx context.Context, req ListRequest) (ListResult, error) {
-	return ListResult{}, errNotYet
+func (ix *Index) Delete(ids []string) error {
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
+	defer ix.gen.Add(1)
+	for start := 0; start < len(ids); start += putBatchSize {
+		chunk := ids[start:min(start+putBatchSize, len(ids))]
+		b := ix.bleve.NewBatch()
+		changed := false
+		for _, id := range chunk {
+			b.Delete(id)
+			if ix.probes.remove(id) {
+				changed = true
+			}
+		}
+		if changed {
+			b.SetInternal(internalProbes, ix.probes.encode())
+		}
+		if err := ix.bleve.Batch(b); err != nil {
+			return fmt.Errorf("index: delete batch: %w", err)
+		}
+	}
+	return nil
 }
 
 // Count returns the number of indexed docs.
-func (ix *Index) Count() (uint64, error) { return 0, errNotYet }
+func (ix *Index) Count() (uint64, error) {
+	n, err := ix.bleve.DocCount()
+	if err != nil {
+		return 0, fmt.Errorf("index: count: %w", err)
+	}
+	return n, nil
+}
 
-// Close closes the index.
-func (ix *Index) Close() error { return nil }
+// Close closes the index, releasing its lock and background goroutines.
+func (ix *Index) Close() error {
+	if err := ix.bleve.Close(); err != nil {
+		return fmt.Errorf("index: close: %w", err)
+	}
+	return nil
+}
 
-// FilterKeys reports whether key is a supported filter key (type, tags,
+// FilterKey reports whether key is a supported filter key (type, tags,
 // capabilities, publisher, version, metadata.<key>,
 // trustManifest.attestations.type, trustManifest.identityType).
-func FilterKey(key string) bool { return false }
+func FilterKey(key string) bool {
+	if k, ok := strings.CutPrefix(key, metadataPrefix); ok {
+		return strings.TrimSpace(k) != ""
+	}
+	return slices.Contains(keywordFields, key)
+}
 
-// FacetFields lists every supported facet field.
-func FacetFields() []string { return nil }
+// FacetFields lists every supported facet field. metadata.<key> fields are
+// accepted by Facets too but are not listed, since their keys are open.
+func FacetFields() []string { return slices.Clone(keywordFields) }
 
-var errNotYet = errors.New("index: not implemented yet")
+// checkContext returns ctx's error, if any, before work starts.
+func checkContext(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	return nil
+}

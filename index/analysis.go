@@ -1,0 +1,135 @@
+package index
+
+import (
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/token/porter"
+	unicodetok "github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+	"github.com/blevesearch/bleve/v2/registry"
+)
+
+// textAnalyzerName names the analyzer of every full-text field: the
+// Unicode tokenizer, identifier splitting (wordPartsName), English
+// possessives, lower case, English stop words and Porter stemming. Index
+// and query side use the same chain, so "getTinyImage", "get_tiny_image"
+// and "get tiny image" meet on the same stems.
+const textAnalyzerName = "ardx_text"
+
+// wordPartsName names the token filter that splits identifiers into words.
+const wordPartsName = "ardx_word_parts"
+
+func init() {
+	// Registration is process-global in bleve; the names are ours alone.
+	if err := registry.RegisterTokenFilter(wordPartsName, func(map[string]any, *registry.Cache) (analysis.TokenFilter, error) {
+		return wordPartsFilter{}, nil
+	}); err != nil {
+		panic(err)
+	}
+}
+
+// textAnalyzerConfig is the custom-analyzer definition added to the index
+// mapping (so it is part of the mapping version).
+var textAnalyzerConfig = map[string]any{
+	"type":          custom.Name,
+	"tokenizer":     unicodetok.Name,
+	"token_filters": []any{wordPartsName, en.PossessiveName, lowercase.Name, en.StopName, porter.Name},
+}
+
+// wordPartsFilter splits identifier-like tokens into their words while
+// keeping the original token: "getTinyImage" yields getTinyImage, get, Tiny,
+// Image; "send_email" yields send_email, send, email; "api.example.com"
+// yields the whole and api, example, com. Keeping the original matters for
+// brand words written in camel case ("GitHub" must still match "github").
+// The Unicode tokenizer already splits on hyphens and slashes but keeps
+// underscores, dots and colons between letters inside one token.
+type wordPartsFilter struct{}
+
+// Filter implements analysis.TokenFilter.
+func (wordPartsFilter) Filter(input analysis.TokenStream) analysis.TokenStream {
+	var out analysis.TokenStream
+	shift := 0 // positions added so far by emitted parts
+	for i, tok := range input {
+		parts := splitWordParts(tok.Term)
+		if len(parts) < 2 {
+			if out != nil {
+				tok.Position += shift
+				out = append(out, tok)
+			}
+			continue
+		}
+		if out == nil {
+			out = make(analysis.TokenStream, 0, len(input)+4)
+			out = append(out, input[:i]...)
+		}
+		pos := tok.Position + shift
+		orig := *tok
+		orig.Position = pos
+		out = append(out, &orig)
+		for j, p := range parts {
+			out = append(out, &analysis.Token{
+				Term:     tok.Term[p[0]:p[1]],
+				Start:    tok.Start + p[0],
+				End:      tok.Start + p[1],
+				Position: pos + j,
+				Type:     tok.Type,
+			})
+		}
+		shift += len(parts) - 1
+	}
+	if out == nil {
+		return input
+	}
+	return out
+}
+
+// splitWordParts returns the byte ranges of the words inside an identifier:
+// separated by '_', '.', ':' and at lower→upper and UPPER→Upper-lower case
+// changes ("HTTPServer" → HTTP, Server). It returns nil when the term is a
+// single word.
+func splitWordParts(term []byte) [][2]int {
+	var parts [][2]int
+	start := -1
+	var prev rune
+	for i := 0; i < len(term); {
+		r, size := utf8.DecodeRune(term[i:])
+		if r == '_' || r == '.' || r == ':' {
+			if start >= 0 {
+				parts = append(parts, [2]int{start, i})
+				start = -1
+			}
+			i += size
+			prev = r
+			continue
+		}
+		if start < 0 {
+			start = i
+		} else if unicode.IsUpper(r) {
+			split := unicode.IsLower(prev) || unicode.IsDigit(prev)
+			if !split && unicode.IsUpper(prev) {
+				// An upper-case run followed by a lower-case letter: the
+				// last capital starts the next word.
+				if next, _ := utf8.DecodeRune(term[i+size:]); i+size < len(term) && unicode.IsLower(next) {
+					split = true
+				}
+			}
+			if split && i > start {
+				parts = append(parts, [2]int{start, i})
+				start = i
+			}
+		}
+		prev = r
+		i += size
+	}
+	if start >= 0 && start < len(term) {
+		parts = append(parts, [2]int{start, len(term)})
+	}
+	if len(parts) < 2 {
+		return nil
+	}
+	return parts
+}

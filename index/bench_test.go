@@ -1,0 +1,174 @@
+package index_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ardx-dev/ardx/index"
+)
+
+// toolsdkDocs maps the toolsdk MCP package list to docs: one per package
+// (named after it, described by its tools) and one per tool. It skips the
+// benchmark when the shared data is absent.
+func toolsdkDocs(tb testing.TB) []index.Doc {
+	tb.Helper()
+	raw, err := os.ReadFile(filepath.Join(sharedData(tb, "toolsdk"), "packages-list.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var pkgs map[string]struct {
+		Category string `json:"category"`
+		Tools    map[string]struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &pkgs); err != nil {
+		tb.Fatal(err)
+	}
+	names := make([]string, 0, len(pkgs))
+	for n := range pkgs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var docs []index.Doc
+	for i, n := range names {
+		p := pkgs[n]
+		publisher := strings.TrimPrefix(strings.SplitN(n, "/", 2)[0], "@") + ".example"
+		short := n[strings.LastIndex(n, "/")+1:]
+		created := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Hour)
+		pkg := index.Doc{
+			ID: "urn:ai:" + publisher + ":" + short, Name: short, DisplayName: short,
+			Tags: []string{p.Category}, Capabilities: []string{"tools"},
+			Publisher: publisher, Type: "mcp", Version: "1.0.0", CreatedAt: created, UpdatedAt: created,
+		}
+		var descs []string
+		tools := make([]string, 0, len(p.Tools))
+		for tn := range p.Tools {
+			tools = append(tools, tn)
+		}
+		sort.Strings(tools)
+		for _, tn := range tools {
+			t := p.Tools[tn]
+			pkg.Text = append(pkg.Text, t.Name)
+			descs = append(descs, t.Description)
+			docs = append(docs, index.Doc{
+				ID: pkg.ID + ":" + tn, Name: t.Name, DisplayName: t.Name, Description: t.Description,
+				Tags: []string{p.Category}, Capabilities: []string{"tools"}, Publisher: publisher,
+				Type: "mcp-tool", Version: "1.0.0", CreatedAt: created, UpdatedAt: created,
+			})
+		}
+		pkg.Description = strings.Join(descs, " ")
+		if len(pkg.Description) > 600 {
+			pkg.Description = pkg.Description[:600]
+		}
+		docs = append(docs, pkg)
+	}
+	return docs
+}
+
+// corpus returns n docs: the toolsdk docs, then perturbed copies (new IDs
+// and name suffixes, descriptions recombined from two docs, a tag swapped)
+// until n is reached.
+func corpus(tb testing.TB, n int) []index.Doc {
+	base := toolsdkDocs(tb)
+	out := make([]index.Doc, 0, n)
+	suffixes := []string{"pro", "lite", "cloud", "next", "plus", "hub", "kit", "go"}
+	for i := 0; len(out) < n; i++ {
+		d := base[i%len(base)]
+		if round := i / len(base); round > 0 {
+			other := base[(i*7+round)%len(base)]
+			sfx := suffixes[round%len(suffixes)]
+			d.ID = fmt.Sprintf("%s-%d", d.ID, round)
+			d.Name = d.Name + "-" + sfx
+			d.DisplayName = d.Name
+			dw, ow := strings.Fields(d.Description), strings.Fields(other.Description)
+			d.Description = strings.Join(append(dw[:len(dw)/2:len(dw)/2], ow[len(ow)/2:]...), " ")
+			d.Tags = append(slices.Clone(d.Tags), other.Tags...)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// benchQueries draws 1-3 consecutive description words from docs spread
+// over the corpus, as users type them.
+func benchQueries(docs []index.Doc, n int) []string {
+	var qs []string
+	for i := 0; len(qs) < n && i < len(docs)*4; i++ {
+		w := strings.Fields(docs[(i*7919)%len(docs)].Description)
+		if len(w) < 4 {
+			continue
+		}
+		k := 1 + i%3
+		start := (i * 31) % (len(w) - k)
+		qs = append(qs, strings.Join(w[start:start+k], " "))
+	}
+	return qs
+}
+
+func BenchmarkPut(b *testing.B) {
+	docs := corpus(b, 20000)
+	ix, _, err := index.OpenWith(filepath.Join(b.TempDir(), "index"), index.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ix.Close()
+	const perOp = 1000
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		chunk := slices.Clone(docs[(i*perOp)%len(docs) : (i*perOp)%len(docs)+perOp])
+		for j := range chunk {
+			chunk[j].ID = fmt.Sprintf("%s#%d", chunk[j].ID, i)
+		}
+		if err := ix.Put(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*perOp)/b.Elapsed().Seconds(), "docs/s")
+}
+
+func BenchmarkSearch(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprintf("docs=%d", n), func(b *testing.B) {
+			docs := corpus(b, n)
+			ix, _, err := index.OpenWith(filepath.Join(b.TempDir(), "index"), index.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ix.Close()
+			for start := 0; start < len(docs); start += 1000 {
+				if err := ix.Put(docs[start:min(start+1000, len(docs))]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			qs := benchQueries(docs, 1000)
+			ctx := b.Context()
+			for _, q := range qs[:100] { // warm up, and calibrate once
+				if _, err := ix.Search(ctx, index.SearchRequest{Text: q}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s := time.Now()
+				if _, err := ix.Search(ctx, index.SearchRequest{Text: qs[i%len(qs)], Size: 10}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(s))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+		})
+	}
+}

@@ -1,0 +1,45 @@
+package index_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ardx-dev/ardx/index"
+)
+
+// FuzzSearch feeds network-shaped input (query text, a filter key and
+// value, a facet field) through Search, Facets and List: no panic, no error
+// other than an unknown key, scores in range.
+func FuzzSearch(f *testing.F) {
+	ix := mustOpenMemory(f)
+	mustPut(f, ix, fixture())
+	f.Add("weather forecast", "type", "mcp", "tags")
+	f.Add("getTinyImage_foo.bar:baz", "metadata.region", "EU", "metadata.x")
+	f.Add("\x00\xff(*[", "colour", "", "")
+	f.Add(strings.Repeat("invoice ", 100), "trustManifest.identityType", "did:web", "type")
+	f.Fuzz(func(t *testing.T, text, key, value, facet string) {
+		filter := index.Filter{key: {value}}
+		res, err := ix.Search(t.Context(), index.SearchRequest{Text: text, Filter: filter, Size: 20})
+		if err != nil {
+			if !errors.Is(err, index.ErrUnknownFilterKey) || index.FilterKey(key) {
+				t.Fatalf("search %q %v: %v", text, filter, err)
+			}
+			return
+		}
+		if uint64(len(res.Hits)) > res.Total {
+			t.Fatalf("%d hits > total %d", len(res.Hits), res.Total)
+		}
+		for _, h := range res.Hits {
+			if h.Score < 0 || h.Score > 100 {
+				t.Fatalf("score %d", h.Score)
+			}
+		}
+		if _, err := ix.Facets(t.Context(), text, filter, value, []index.FacetRequest{{Field: facet}}); err != nil && (!errors.Is(err, index.ErrUnknownFilterKey) || index.FilterKey(facet)) {
+			t.Fatalf("facets %q: %v", facet, err)
+		}
+		if _, err := ix.List(t.Context(), index.ListRequest{DisplayName: []string{text}, Types: []string{value}, Size: 5}); err != nil {
+			t.Fatalf("list %q: %v", text, err)
+		}
+	})
+}

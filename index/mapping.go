@@ -1,0 +1,217 @@
+package index
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/mapping"
+	bleveindex "github.com/blevesearch/bleve_index_api"
+)
+
+// schemaVersion changes whenever toDocument or the query side changes what a
+// field holds; together with the mapping JSON it forms the stored mapping
+// version, and any difference makes Open discard and rebuild the index.
+const schemaVersion = "ardx-index-2"
+
+// Index field names. Filter and facet keys are the field names themselves,
+// so a key maps to a field with no translation table.
+const (
+	fieldName        = "name"        // text: URN name segment and display name
+	fieldDescription = "description" // text
+	fieldKeywords    = "keywords"    // text: tags, capabilities, publisher
+	fieldQueries     = "queries"     // text: representative queries
+	fieldText        = "text"        // text: Doc.Text
+
+	fieldType         = "type"
+	fieldTags         = "tags"
+	fieldCapabilities = "capabilities"
+	fieldPublisher    = "publisher"
+	fieldVersion      = "version"
+	fieldAttestation  = "trustManifest.attestations.type"
+	fieldIdentityType = "trustManifest.identityType"
+	metadataPrefix    = "metadata."
+
+	fieldOwner      = "owner"           // keyword: the owning domain, private docs only
+	fieldPrivate    = "private"         // keyword: privateMarker on private docs only
+	fieldSortName   = "displayNameSort" // keyword: lower-cased display name
+	fieldCreatedAt  = "createdAt"       // keyword: fixed-width UTC timestamp
+	fieldUpdatedAt  = "updatedAt"       // keyword: fixed-width UTC timestamp
+	fieldIdentifier = "_id"             // bleve's own document id field
+)
+
+// privateMarker is the one value of fieldPrivate. Only private docs carry
+// the owner and private fields, so visibility is a must-not over the (few)
+// private docs rather than a filter every public doc has to pass.
+const privateMarker = "1"
+
+// timeLayout renders timestamps fixed-width in UTC, so lexical order is time
+// order and sort keys handed out as page tokens are readable text.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// keywordFields are the exact-match fields usable as filter keys and facet
+// fields (metadata.<key> is handled apart).
+var keywordFields = []string{
+	fieldType, fieldPublisher, fieldTags, fieldCapabilities, fieldVersion,
+	fieldIdentityType, fieldAttestation,
+}
+
+// textFields lists the full-text fields and their query-time boosts (bleve
+// has no index-time boost). The name is short and chosen by the publisher,
+// so a hit there says most; representative queries and tags are curated
+// retrieval text; descriptions are long and chatty; Doc.Text (operation
+// paths, tool names) is the noisiest.
+var textFields = []struct {
+	name  string
+	boost float64
+}{
+	{fieldName, 3.0},
+	{fieldKeywords, 1.5},
+	{fieldQueries, 1.5},
+	{fieldDescription, 1.0},
+	{fieldText, 0.7},
+}
+
+// Indexing options: text fields are indexed only (kv holds the bodies and
+// BM25 needs no term vectors); keyword fields keep doc values for facets
+// and sorting.
+const (
+	textOptions    = bleveindex.IndexField
+	keywordOptions = bleveindex.IndexField | bleveindex.DocValues
+	filterOptions  = bleveindex.IndexField
+)
+
+// newMapping builds the index mapping. Documents are built by toDocument and
+// added with IndexAdvanced, so the mapping carries no field mappings: it
+// holds the scoring model, the analyzers, and disables dynamic indexing so
+// nothing ever enters the index by accident.
+func newMapping() (*mapping.IndexMappingImpl, error) {
+	im := bleve.NewIndexMapping()
+	im.ScoringModel = bleveindex.BM25Scoring
+	if err := im.AddCustomAnalyzer(textAnalyzerName, textAnalyzerConfig); err != nil {
+		return nil, fmt.Errorf("index: analyzer: %w", err)
+	}
+	dm := bleve.NewDocumentStaticMapping()
+	im.DefaultMapping = dm
+	im.DefaultAnalyzer = textAnalyzerName
+	im.StoreDynamic = false
+	im.IndexDynamic = false
+	im.DocValuesDynamic = false
+	return im, nil
+}
+
+// mappingVersion identifies this build's mapping and document schema.
+func mappingVersion(im mapping.IndexMapping) (string, error) {
+	b, err := json.Marshal(im)
+	if err != nil {
+		return "", fmt.Errorf("index: encode mapping: %w", err)
+	}
+	sum := sha256.Sum256(append([]byte(schemaVersion+"\n"), b...))
+	return schemaVersion + "-" + hex.EncodeToString(sum[:8]), nil
+}
+
+// analyzers are the resolved analyzers of one open index.
+type analyzers struct {
+	text    analysis.Analyzer
+	keyword analysis.Analyzer
+}
+
+func resolveAnalyzers(im mapping.IndexMapping) (analyzers, error) {
+	t := im.AnalyzerNamed(textAnalyzerName)
+	k := im.AnalyzerNamed(keyword.Name)
+	if t == nil || k == nil {
+		return analyzers{}, fmt.Errorf("index: analyzers missing from mapping")
+	}
+	return analyzers{text: t, keyword: k}, nil
+}
+
+// Value normalisation. Keyword fields are case-sensitive in bleve, so the
+// fields users type free-hand (type, tags, capabilities, publisher domain)
+// and the owner domain are lower-cased on both the index and the query side. Versions, metadata
+// values and trust-manifest values are exact.
+func normaliseValue(field, v string) string {
+	v = strings.TrimSpace(v)
+	switch field {
+	case fieldType, fieldTags, fieldCapabilities, fieldPublisher, fieldOwner:
+		return strings.ToLower(v)
+	}
+	return v
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// sortName is the listing sort key: the lower-cased display name, falling
+// back to the name and then the identifier so every doc has one.
+func sortName(d *Doc) string {
+	s := strings.TrimSpace(d.DisplayName)
+	if s == "" {
+		s = strings.TrimSpace(d.Name)
+	}
+	if s == "" {
+		s = d.ID
+	}
+	return strings.ToLower(strings.Join(strings.Fields(s), " "))
+}
+
+// toDocument builds the bleve document of d.
+func (a analyzers) toDocument(d *Doc) *document.Document {
+	doc := document.NewDocument(d.ID)
+	text := func(field string, values ...string) {
+		for i, v := range values {
+			if strings.TrimSpace(v) == "" {
+				continue
+			}
+			doc.AddField(document.NewTextFieldCustom(field, []uint64{uint64(i)}, []byte(v), textOptions, a.text))
+		}
+	}
+	kw := func(field string, opts bleveindex.FieldIndexingOptions, values ...string) {
+		seen := make(map[string]bool, len(values))
+		for _, v := range values {
+			v = normaliseValue(field, v)
+			if v == "" || seen[v] {
+				continue
+			}
+			seen[v] = true
+			doc.AddField(document.NewTextFieldCustom(field, nil, []byte(v), opts, a.keyword))
+		}
+	}
+
+	text(fieldName, d.Name, d.DisplayName)
+	text(fieldDescription, d.Description)
+	keywords := make([]string, 0, len(d.Tags)+len(d.Capabilities)+1)
+	keywords = append(keywords, d.Tags...)
+	keywords = append(keywords, d.Capabilities...)
+	keywords = append(keywords, d.Publisher)
+	text(fieldKeywords, keywords...)
+	text(fieldQueries, d.Queries...)
+	text(fieldText, d.Text...)
+
+	kw(fieldType, keywordOptions, d.Type)
+	kw(fieldTags, keywordOptions, d.Tags...)
+	kw(fieldCapabilities, keywordOptions, d.Capabilities...)
+	kw(fieldPublisher, keywordOptions, d.Publisher)
+	kw(fieldVersion, keywordOptions, d.Version)
+	kw(fieldAttestation, keywordOptions, d.AttestationTypes...)
+	kw(fieldIdentityType, keywordOptions, d.IdentityType)
+	for k, v := range d.Metadata {
+		if k = strings.TrimSpace(k); k != "" {
+			kw(metadataPrefix+k, keywordOptions, v)
+		}
+	}
+
+	if owner := strings.TrimSpace(d.Owner); owner != "" {
+		kw(fieldOwner, filterOptions, owner)
+		kw(fieldPrivate, filterOptions, privateMarker)
+	}
+	kw(fieldSortName, keywordOptions, sortName(d))
+	kw(fieldCreatedAt, keywordOptions, formatTime(d.CreatedAt))
+	kw(fieldUpdatedAt, keywordOptions, formatTime(d.UpdatedAt))
+	return doc
+}
