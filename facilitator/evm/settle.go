@@ -1,0 +1,197 @@
+package evm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+
+	"github.com/ardx-dev/ardx/facilitator/settle"
+	"github.com/ardx-dev/ardx/facilitator/x402"
+)
+
+const (
+	// maxTransferGas caps what one settlement may burn: a FiatToken transfer
+	// costs 55-90k gas, an ERC-1271 wallet adds its own check. A payment
+	// needing more is refused rather than relayed (gas-drain defence).
+	maxTransferGas = 400_000
+	// fallbackTip is used when the node cannot suggest a tip (0.1 gwei).
+	fallbackTip = 100_000_000
+)
+
+// AuthorizationID identifies the signed authorization across request bodies:
+// lower-case "<chainId>:<asset>:<from>:<nonce>".
+func (n *Network) AuthorizationID(req *x402.PaymentRequest) string {
+	return strings.ToLower(fmt.Sprintf("%s:%s:%s:%s", n.chainID, req.Requirements.Asset, req.Authorization.From, req.Authorization.Nonce))
+}
+
+// Prepare re-checks the payment, simulates the transfer once more (as the
+// gas estimate, from the signer that will send it) and, if it would
+// succeed, builds and signs the transferWithAuthorization transaction with
+// EIP-1559 fees and that signer's next local nonce. It broadcasts nothing,
+// so a payment that would fail costs no gas.
+func (n *Network) Prepare(ctx context.Context, req *x402.PaymentRequest) (*settle.Tx, *x402.SettleResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	c, fail := n.check(ctx, req)
+	if fail != nil {
+		return n.prepareFailure(req, fail)
+	}
+	s := n.signers[int(n.next.Add(1)-1)%len(n.signers)]
+	data := transferCalldata(c)
+	gas, err := n.backend.EstimateGas(ctx, ethereum.CallMsg{From: s.addr, To: &n.asset, Data: data})
+	if err != nil {
+		if isRevert(err) {
+			return n.prepareFailure(req, n.diagnose(ctx, req, c, revertReason(err)))
+		}
+		return nil, nil, fmt.Errorf("evm: %s: estimate gas: %w", n.id, redact(err, n.rpcURL))
+	}
+	if gas > maxTransferGas {
+		return n.prepareFailure(req, invalidf(req, x402.ReasonSimulationFailed,
+			"the transfer would use %d gas, over the %d cap", gas, maxTransferGas))
+	}
+	// A margin over the estimate: state may shift between estimate and
+	// inclusion (another transfer warming or cooling the same slots).
+	gas = min(gas+gas/5+5_000, maxTransferGas)
+	tip, feeCap, err := n.fees(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.nonceKnown {
+		nonce, err := n.backend.PendingNonceAt(ctx, s.addr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("evm: %s: read signer nonce: %w", n.id, redact(err, n.rpcURL))
+		}
+		s.nonce, s.nonceKnown = nonce, true
+	}
+	tx, err := types.SignNewTx(s.key, types.LatestSignerForChainID(n.chainID), &types.DynamicFeeTx{
+		ChainID: n.chainID, Nonce: s.nonce, GasTipCap: tip, GasFeeCap: feeCap, Gas: gas, To: &n.asset, Data: data,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("evm: %s: sign transaction: %w", n.id, err)
+	}
+	raw, err := tx.MarshalBinary()
+	if err != nil {
+		return nil, nil, fmt.Errorf("evm: %s: encode transaction: %w", n.id, err)
+	}
+	s.nonce++
+	return &settle.Tx{Signer: s.addr.Hex(), Nonce: tx.Nonce(), Hash: tx.Hash().Hex(), Raw: raw}, nil, nil
+}
+
+// prepareFailure turns a verify failure into Prepare's answer: the payer's
+// faults become a failed settle response, the RPC's become an error.
+func (n *Network) prepareFailure(req *x402.PaymentRequest, v *x402.VerifyResponse) (*settle.Tx, *x402.SettleResponse, error) {
+	if v.InvalidReason == x402.ReasonServiceUnavailable {
+		return nil, nil, fmt.Errorf("evm: %s: %s", n.id, v.InvalidMessage)
+	}
+	return nil, &x402.SettleResponse{
+		Success: false, ErrorReason: v.InvalidReason, ErrorMessage: v.InvalidMessage,
+		Payer: req.Payer(), Transaction: "", Network: req.Network(),
+	}, nil
+}
+
+// fees returns the EIP-1559 tip and fee cap: the node's suggested tip (or a
+// fallback) and twice the base fee on top, so the transaction stays
+// includable through several blocks of rising base fees.
+func (n *Network) fees(ctx context.Context) (tip, feeCap *big.Int, err error) {
+	head, err := n.backend.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("evm: %s: read head: %w", n.id, redact(err, n.rpcURL))
+	}
+	tip, err = n.backend.SuggestGasTipCap(ctx)
+	if err != nil || tip == nil || tip.Sign() <= 0 {
+		tip = big.NewInt(fallbackTip)
+	}
+	base := head.BaseFee
+	if base == nil {
+		base = big.NewInt(1_000_000_000)
+	}
+	return tip, new(big.Int).Add(tip, new(big.Int).Mul(base, big.NewInt(2))), nil
+}
+
+// Broadcast sends a prepared transaction. A transaction the node already
+// knows (pending or mined) is not an error, so a retry after a crash is safe.
+func (n *Network) Broadcast(ctx context.Context, tx *settle.Tx) error {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	var t types.Transaction
+	if err := t.UnmarshalBinary(tx.Raw); err != nil {
+		return fmt.Errorf("evm: %s: decode prepared transaction: %w", n.id, err)
+	}
+	err := n.backend.SendTransaction(ctx, &t)
+	if err == nil {
+		return nil
+	}
+	if strings.Contains(strings.ToLower(err.Error()), "already known") {
+		return nil
+	}
+	if _, _, terr := n.backend.TransactionByHash(ctx, t.Hash()); terr == nil {
+		return nil
+	}
+	return fmt.Errorf("evm: %s: broadcast %s: %w", n.id, t.Hash().Hex(), redact(err, n.rpcURL))
+}
+
+// Receipt reports a transaction's outcome; found is false while it is not mined.
+func (n *Network) Receipt(ctx context.Context, hash string) (found, success bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	if _, err := hexutil.Decode(hash); err != nil || len(hash) != 66 {
+		return false, false, fmt.Errorf("evm: %s: %q is not a transaction hash", n.id, hash)
+	}
+	r, err := n.backend.TransactionReceipt(ctx, common.HexToHash(hash))
+	if errors.Is(err, ethereum.NotFound) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("evm: %s: receipt %s: %w", n.id, hash, redact(err, n.rpcURL))
+	}
+	return true, r.Status == types.ReceiptStatusSuccessful, nil
+}
+
+// AuthorizationUsed reads authorizationState(from, nonce) on the asset.
+func (n *Network) AuthorizationUsed(ctx context.Context, req *x402.PaymentRequest) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	a, err := ParseAuthorization(req.Authorization)
+	if err != nil {
+		return false, err
+	}
+	out, err := n.call(ctx, common.Address{}, methodAuthorizationState, a.From, a.Nonce)
+	if err != nil {
+		return false, fmt.Errorf("evm: %s: authorizationState: %w", n.id, redact(err, n.rpcURL))
+	}
+	return out[0].(bool), nil
+}
+
+// ResyncNonce re-reads a signer's pending nonce from the chain, after a
+// broadcast failed and the local counter may have run ahead.
+func (n *Network) ResyncNonce(ctx context.Context, signerAddr string) error {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	for _, s := range n.signers {
+		if !x402.EqualAddress(s.addr.Hex(), signerAddr) {
+			continue
+		}
+		nonce, err := n.backend.PendingNonceAt(ctx, s.addr)
+		if err != nil {
+			return fmt.Errorf("evm: %s: read signer nonce: %w", n.id, redact(err, n.rpcURL))
+		}
+		s.mu.Lock()
+		if s.nonceKnown && s.nonce != nonce {
+			n.log.Info("signer nonce resynced", "network", n.id, "signer", s.addr.Hex(), "local", s.nonce, "chain", nonce)
+		}
+		s.nonce, s.nonceKnown = nonce, true
+		s.mu.Unlock()
+		return nil
+	}
+	return fmt.Errorf("evm: %s: %s is not a signer of this network", n.id, signerAddr)
+}

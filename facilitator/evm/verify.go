@@ -1,0 +1,331 @@
+package evm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/ardx-dev/ardx/facilitator/x402"
+)
+
+// validBeforeMargin is the official facilitator's buffer for a block to be
+// produced: an authorization must stay valid at least this long.
+const validBeforeMargin = 6
+
+// checked is a payment that passed every check that needs no simulation.
+type checked struct {
+	auth TransferAuthorization
+	// sig is what goes on-chain: the 65 bytes with v as 27/28 when vrs is
+	// set, else the signature for the bytes overload (ERC-1271).
+	sig []byte
+	vrs bool
+}
+
+// Verify checks a payment completely without moving anything, in the
+// official TypeScript facilitator's order: scheme, EIP-712 domain in extra,
+// network (and asset), signature, recipient, time window, exact amount, then
+// a simulated transferWithAuthorization and, when that reverts, a diagnosis.
+func (n *Network) Verify(ctx context.Context, req *x402.PaymentRequest) x402.VerifyResponse {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	c, fail := n.check(ctx, req)
+	if fail != nil {
+		return *fail
+	}
+	if fail := n.simulate(ctx, req, c); fail != nil {
+		return *fail
+	}
+	return x402.VerifyResponse{IsValid: true, Payer: req.Payer()}
+}
+
+func invalidf(req *x402.PaymentRequest, reason, format string, args ...any) *x402.VerifyResponse {
+	return &x402.VerifyResponse{IsValid: false, InvalidReason: reason, InvalidMessage: fmt.Sprintf(format, args...), Payer: req.Payer()}
+}
+
+// matches reports whether network names this network (CAIP-2 id, or its v1
+// name). Either form is accepted in either version: the official SDKs
+// differ on that, and the chain meant is unambiguous.
+func (n *Network) matches(network string) bool {
+	return network == n.id || (n.v1 != "" && network == n.v1)
+}
+
+// check runs every check short of simulating the transfer.
+func (n *Network) check(ctx context.Context, req *x402.PaymentRequest) (*checked, *x402.VerifyResponse) {
+	rq := &req.Requirements
+	if req.Scheme != x402.SchemeExact || rq.Scheme != x402.SchemeExact {
+		return nil, invalidf(req, x402.ReasonInvalidScheme,
+			"only the exact scheme is settled; the payload says %q and the requirements %q", req.Scheme, rq.Scheme)
+	}
+	if rq.Name == "" || rq.Version == "" {
+		return nil, invalidf(req, x402.ReasonMissingEIP712Domain,
+			"paymentRequirements.extra must carry the token's EIP-712 name and version (for this asset %q and %q)", n.name, n.version)
+	}
+	if req.PayloadNetwork != rq.Network {
+		return nil, invalidf(req, x402.ReasonNetworkMismatch,
+			"the payload is for network %q but the requirements are for %q", req.PayloadNetwork, rq.Network)
+	}
+	if !n.matches(rq.Network) {
+		return nil, invalidf(req, x402.ReasonNetworkMismatch,
+			"network %q is not %s (%s)", rq.Network, n.id, n.v1)
+	}
+	if !x402.EqualAddress(rq.Asset, n.asset.Hex()) {
+		return nil, invalidf(req, x402.ReasonAssetMismatch,
+			"asset %s is not the token settled on %s (%s)", rq.Asset, n.id, n.asset.Hex())
+	}
+	auth, err := ParseAuthorization(req.Authorization)
+	if err != nil {
+		return nil, invalidf(req, x402.ReasonInvalidPayload, "%v", err)
+	}
+	sig, err := hexutil.Decode(req.Signature)
+	if err != nil || len(sig) == 0 {
+		return nil, invalidf(req, x402.ReasonInvalidPayload, "the signature is not 0x hex")
+	}
+	domain := Domain{Name: rq.Name, Version: rq.Version, ChainID: n.chainID, VerifyingContract: n.asset}
+	c := &checked{auth: auth}
+	if fail := n.checkSignature(ctx, req, c, Digest(domain, auth), sig); fail != nil {
+		return nil, fail
+	}
+	if !x402.EqualAddress(req.Authorization.To, rq.PayTo) {
+		return nil, invalidf(req, x402.ReasonRecipientMismatch,
+			"the authorization pays %s but the merchant's payTo is %s", req.Authorization.To, rq.PayTo)
+	}
+	now := big.NewInt(n.now().Unix())
+	if auth.ValidBefore.Cmp(new(big.Int).Add(now, big.NewInt(validBeforeMargin))) < 0 {
+		return nil, invalidf(req, x402.ReasonValidBefore,
+			"the authorization expires at %s, less than %d s from now (%s)", auth.ValidBefore, validBeforeMargin, now)
+	}
+	if auth.ValidAfter.Cmp(now) > 0 {
+		return nil, invalidf(req, x402.ReasonValidAfter,
+			"the authorization is valid only after %s; it is now %s", auth.ValidAfter, now)
+	}
+	required, err := x402.ParseUint256(rq.Amount)
+	if err != nil {
+		return nil, invalidf(req, x402.ReasonInvalidPayload, "required amount: %v", err)
+	}
+	if auth.Value.Cmp(required) != 0 {
+		return nil, invalidf(req, x402.ReasonAuthorizationValue,
+			"the authorization is for %s but the requirements ask exactly %s", auth.Value, required)
+	}
+	return c, nil
+}
+
+// checkSignature accepts an ECDSA signature by the payer, or a signature a
+// deployed ERC-1271 wallet at the payer's address accepts. A counterfactual
+// (ERC-6492) wallet is refused: the facilitator does not deploy wallets.
+func (n *Network) checkSignature(ctx context.Context, req *x402.PaymentRequest, c *checked, digest common.Hash, sig []byte) *x402.VerifyResponse {
+	from := c.auth.From
+	wrapped := len(sig) > 32 && bytes.Equal(sig[len(sig)-32:], erc6492Magic)
+	if len(sig) == 65 && !wrapped {
+		// The hot path: an EOA's signature needs no RPC at all.
+		if got, err := Recover(digest, sig); err == nil && got == from {
+			c.sig, c.vrs = normaliseV(sig), true
+			return nil
+		}
+	}
+	code, err := n.backend.CodeAt(ctx, from, nil)
+	if err != nil {
+		return invalidf(req, x402.ReasonServiceUnavailable, "could not read the payer's code from the network's RPC")
+	}
+	if len(code) == 0 {
+		switch {
+		case wrapped:
+			return invalidf(req, x402.ReasonUndeployedSmartWallet,
+				"%s is an undeployed smart wallet (ERC-6492 signature); deploy it before paying", from.Hex())
+		case len(sig) == 65:
+			got, err := Recover(digest, sig)
+			if err != nil {
+				return invalidf(req, x402.ReasonSignature, "the signature is malformed: %v", err)
+			}
+			return invalidf(req, x402.ReasonSignature,
+				"the signature was made by %s, not the payer %s (check the EIP-712 domain: name %q, version %q, chain %s, contract %s)",
+				got.Hex(), from.Hex(), req.Requirements.Name, req.Requirements.Version, n.chainID, n.asset.Hex())
+		default:
+			return invalidf(req, x402.ReasonUndeployedSmartWallet,
+				"a %d-byte signature needs a smart wallet, but %s has no code", len(sig), from.Hex())
+		}
+	}
+	if wrapped {
+		inner, err := unwrap6492(sig)
+		if err != nil {
+			return invalidf(req, x402.ReasonSignature, "the ERC-6492 signature wrapper does not decode: %v", err)
+		}
+		sig = inner
+	}
+	out, err := n.callAt(ctx, from, common.Address{}, methodIsValidSignature, [32]byte(digest), sig)
+	if err != nil && !isRevert(err) && !errors.Is(err, errNoReturn) {
+		return invalidf(req, x402.ReasonServiceUnavailable, "could not ask the payer's wallet contract through the network's RPC")
+	}
+	if err != nil || len(out) == 0 || out[0].([4]byte) != erc1271Magic {
+		return invalidf(req, x402.ReasonSignature, "the wallet contract %s does not accept the signature (ERC-1271)", from.Hex())
+	}
+	c.sig, c.vrs = sig, len(sig) == 65
+	if c.vrs {
+		c.sig = normaliseV(sig)
+	}
+	return nil
+}
+
+// normaliseV returns a copy with v as 27/28, the form the token's (v,r,s)
+// overload and FiatToken's ECRecover accept.
+func normaliseV(sig []byte) []byte {
+	s := bytes.Clone(sig)
+	if s[64] < 27 {
+		s[64] += 27
+	}
+	return s
+}
+
+var erc6492Args = abi.Arguments{
+	{Type: mustType("address")}, {Type: mustType("bytes")}, {Type: mustType("bytes")},
+}
+
+func mustType(t string) abi.Type {
+	ty, err := abi.NewType(t, "", nil)
+	if err != nil {
+		panic(err)
+	}
+	return ty
+}
+
+// unwrap6492 returns the inner signature of abi.encode(factory, calldata, sig) ‖ magic.
+func unwrap6492(sig []byte) ([]byte, error) {
+	vals, err := erc6492Args.Unpack(sig[:len(sig)-32])
+	if err != nil {
+		return nil, err
+	}
+	return vals[2].([]byte), nil
+}
+
+// transferCalldata encodes transferWithAuthorization with the overload the
+// signature needs: (v,r,s) for 65 bytes, bytes otherwise.
+func transferCalldata(c *checked) []byte {
+	a := c.auth
+	var (
+		in  []byte
+		err error
+		m   abi.Method
+	)
+	if c.vrs {
+		m = methodTransferVRS
+		in, err = m.Inputs.Pack(a.From, a.To, a.Value, a.ValidAfter, a.ValidBefore, a.Nonce,
+			c.sig[64], [32]byte(c.sig[:32]), [32]byte(c.sig[32:64]))
+	} else {
+		m = methodTransferBytes
+		in, err = m.Inputs.Pack(a.From, a.To, a.Value, a.ValidAfter, a.ValidBefore, a.Nonce, c.sig)
+	}
+	if err != nil {
+		// The values come from a parsed authorization; a failure is a bug.
+		panic(fmt.Sprintf("evm: pack %s: %v", m.Sig, err))
+	}
+	return append(append([]byte{}, m.ID...), in...)
+}
+
+// simulate eth_calls the transfer from the first signer and diagnoses a revert.
+func (n *Network) simulate(ctx context.Context, req *x402.PaymentRequest, c *checked) *x402.VerifyResponse {
+	msg := ethereum.CallMsg{From: n.signers[0].addr, To: &n.asset, Data: transferCalldata(c)}
+	if _, err := n.backend.CallContract(ctx, msg, nil); err != nil {
+		if isRevert(err) {
+			return n.diagnose(ctx, req, c, revertReason(err))
+		}
+		return invalidf(req, x402.ReasonServiceUnavailable, "the network's RPC failed while simulating the transfer")
+	}
+	return nil
+}
+
+// diagnose names why a simulated transfer reverted, in the official
+// facilitator's priority: EIP-3009 support, nonce used, token name,
+// token version, balance; then the revert text itself.
+func (n *Network) diagnose(ctx context.Context, req *x402.PaymentRequest, c *checked, revert string) *x402.VerifyResponse {
+	a := c.auth
+	unavailable := invalidf(req, x402.ReasonServiceUnavailable, "the network's RPC failed while diagnosing a reverted simulation (%s)", revert)
+	out, err := n.call(ctx, common.Address{}, methodAuthorizationState, a.From, a.Nonce)
+	switch {
+	case err != nil && (isRevert(err) || errors.Is(err, errNoReturn)):
+		return invalidf(req, x402.ReasonEIP3009NotSupported, "asset %s does not implement EIP-3009 authorizationState", n.asset.Hex())
+	case err != nil:
+		return unavailable
+	case out[0].(bool):
+		return invalidf(req, x402.ReasonNonceAlreadyUsed,
+			"authorization nonce %s of %s was already used or canceled", hexutil.Encode(a.Nonce[:]), a.From.Hex())
+	}
+	if name, err := n.callString(ctx, methodName); err == nil && name != req.Requirements.Name {
+		return invalidf(req, x402.ReasonTokenNameMismatch,
+			"the token's EIP-712 name is %q but extra.name is %q", name, req.Requirements.Name)
+	}
+	if version, err := n.callString(ctx, methodVersion); err == nil && version != req.Requirements.Version {
+		return invalidf(req, x402.ReasonTokenVersionMismatch,
+			"the token's EIP-712 version is %q but extra.version is %q", version, req.Requirements.Version)
+	}
+	out, err = n.call(ctx, common.Address{}, methodBalanceOf, a.From)
+	if err != nil && !isRevert(err) {
+		return unavailable
+	}
+	if err == nil {
+		if bal := out[0].(*big.Int); bal.Cmp(a.Value) < 0 {
+			return invalidf(req, x402.ReasonInsufficientBalance,
+				"%s holds %s of the asset but the payment needs %s", a.From.Hex(), bal, a.Value)
+		}
+	}
+	if reason := reasonForRevert(revert); reason != "" {
+		return invalidf(req, reason, "the simulated transfer reverted: %s", revert)
+	}
+	return invalidf(req, x402.ReasonSimulationFailed, "the simulated transfer reverted: %s", revert)
+}
+
+// reasonForRevert maps FiatToken's and OpenZeppelin's revert strings to
+// reason codes, as the official facilitator's parseEip3009TransferError does.
+func reasonForRevert(revert string) string {
+	r := strings.ToLower(revert)
+	switch {
+	case strings.Contains(r, "authorization is expired"), strings.Contains(r, "authorizationexpired"):
+		return x402.ReasonValidBefore
+	case strings.Contains(r, "authorization is not yet valid"), strings.Contains(r, "authorizationnotyetvalid"):
+		return x402.ReasonValidAfter
+	case strings.Contains(r, "authorization is used"), strings.Contains(r, "authorizationalreadyused"), strings.Contains(r, "authorizationusedorcanceled"):
+		return x402.ReasonNonceAlreadyUsed
+	case strings.Contains(r, "invalid signature"), strings.Contains(r, "signermismatch"), strings.Contains(r, "invalidsignature"):
+		return x402.ReasonSignature
+	case strings.Contains(r, "exceeds balance"), strings.Contains(r, "erc20insufficientbalance"):
+		return x402.ReasonInsufficientBalance
+	}
+	return ""
+}
+
+// isRevert tells a contract revert (the payment's fault) from a failing RPC
+// (ours): nodes answer reverts with JSON-RPC error code 3 or the text
+// "execution reverted".
+func isRevert(err error) bool {
+	var de rpc.DataError
+	if errors.As(err, &de) {
+		return true
+	}
+	return strings.Contains(err.Error(), "execution reverted")
+}
+
+// revertReason extracts the revert string of a reverted call.
+func revertReason(err error) string {
+	var de rpc.DataError
+	if errors.As(err, &de) {
+		if s, ok := de.ErrorData().(string); ok {
+			if data, derr := hexutil.Decode(s); derr == nil {
+				if reason, uerr := abi.UnpackRevert(data); uerr == nil {
+					return reason
+				}
+			}
+		}
+	}
+	msg := err.Error()
+	if _, after, ok := strings.Cut(msg, "execution reverted: "); ok {
+		return after
+	}
+	return msg
+}

@@ -1,0 +1,316 @@
+package x402
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+)
+
+// PaymentRequest is a /verify or /settle body decoded and normalised across
+// v1 and v2: every string is as sent, and the checks that need no chain
+// (formats of addresses, numbers, nonce and signature) have passed.
+type PaymentRequest struct {
+	// X402Version is 1 or 2: the top-level x402Version, else the payload's.
+	X402Version int
+	// Scheme is the payload's scheme (v1 paymentPayload.scheme, v2
+	// paymentPayload.accepted.scheme).
+	Scheme string
+	// PayloadNetwork is the payload's network (v1 paymentPayload.network, v2
+	// paymentPayload.accepted.network); "" when the client left it out.
+	PayloadNetwork string
+	// Signature is the 0x-hex signature over the authorization.
+	Signature string
+	// Authorization is the signed EIP-3009 message.
+	Authorization Authorization
+	// Requirements are the terms the merchant advertised.
+	Requirements Requirements
+}
+
+// Requirements are payment requirements normalised across v1 and v2.
+type Requirements struct {
+	Scheme  string
+	Network string
+	// Amount is v2 amount or v1 maxAmountRequired, a decimal string.
+	Amount            string
+	Asset             string
+	PayTo             string
+	MaxTimeoutSeconds int64
+	// Name and Version are the asset's EIP-712 domain from extra; "" when missing.
+	Name    string
+	Version string
+	// Resource is the v1 resource URL ("" in v2, where it lives in the payload).
+	Resource string
+}
+
+// Payer returns authorization.from as sent.
+func (r *PaymentRequest) Payer() string { return r.Authorization.From }
+
+// PayTo returns the merchant's address from the requirements.
+func (r *PaymentRequest) PayTo() string { return r.Requirements.PayTo }
+
+// Recipient returns authorization.to, the address the payer signed for.
+func (r *PaymentRequest) Recipient() string { return r.Authorization.To }
+
+// Network returns the network as the client sent it (the payload's, else the
+// requirements'), which is what settle responses echo.
+func (r *PaymentRequest) Network() string {
+	if r.PayloadNetwork != "" {
+		return r.PayloadNetwork
+	}
+	return r.Requirements.Network
+}
+
+// Amount returns the required amount (v2 amount, v1 maxAmountRequired) in
+// the asset's smallest unit.
+func (r *PaymentRequest) Amount() string { return r.Requirements.Amount }
+
+// ErrInvalidPayload is wrapped by every DecodeRequest error; it maps to
+// ReasonInvalidPayload.
+var ErrInvalidPayload = errors.New(ReasonInvalidPayload)
+
+// The lenient shapes DecodeRequest reads: a union of v1 and v2 members with
+// raw JSON where the two versions disagree on a member's type.
+type wireRequest struct {
+	X402Version         *Int            `json:"x402Version"`
+	PaymentPayload      json.RawMessage `json:"paymentPayload"`
+	PaymentRequirements json.RawMessage `json:"paymentRequirements"`
+}
+
+type wireRequirements struct {
+	Scheme            string          `json:"scheme"`
+	Network           string          `json:"network"`
+	Amount            Decimal         `json:"amount"`
+	MaxAmountRequired Decimal         `json:"maxAmountRequired"`
+	Resource          json.RawMessage `json:"resource"`
+	PayTo             string          `json:"payTo"`
+	MaxTimeoutSeconds Int             `json:"maxTimeoutSeconds"`
+	Asset             string          `json:"asset"`
+	Extra             json.RawMessage `json:"extra"`
+}
+
+type wirePayload struct {
+	X402Version *Int              `json:"x402Version"`
+	Scheme      string            `json:"scheme"`
+	Network     string            `json:"network"`
+	Accepted    *wireRequirements `json:"accepted"`
+	Payload     *struct {
+		Signature            string          `json:"signature"`
+		Authorization        *Authorization  `json:"authorization"`
+		Permit2Authorization json.RawMessage `json:"permit2Authorization"`
+	} `json:"payload"`
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidPayload, fmt.Sprintf(format, args...))
+}
+
+// DecodeRequest decodes a /verify or /settle body of either version. Any
+// error wraps ErrInvalidPayload and says in words what is wrong; the caller
+// answers invalid_payload with it.
+func DecodeRequest(body []byte) (*PaymentRequest, error) {
+	var w wireRequest
+	if err := unmarshalObject(body, &w); err != nil {
+		return nil, invalid("the body is not an x402 request: %v", err)
+	}
+	if !isObject(w.PaymentPayload) {
+		return nil, invalid("paymentPayload is required and must be an object")
+	}
+	if !isObject(w.PaymentRequirements) {
+		return nil, invalid("paymentRequirements is required and must be an object")
+	}
+	var p wirePayload
+	if err := json.Unmarshal(w.PaymentPayload, &p); err != nil {
+		return nil, invalid("paymentPayload: %v", err)
+	}
+	var rq wireRequirements
+	if err := json.Unmarshal(w.PaymentRequirements, &rq); err != nil {
+		return nil, invalid("paymentRequirements: %v", err)
+	}
+
+	version, err := detectVersion(w.X402Version, &p)
+	if err != nil {
+		return nil, err
+	}
+	out := &PaymentRequest{X402Version: version}
+	if version == Version2 && p.Accepted != nil {
+		out.Scheme, out.PayloadNetwork = p.Accepted.Scheme, p.Accepted.Network
+	} else {
+		out.Scheme, out.PayloadNetwork = p.Scheme, p.Network
+	}
+
+	if p.Payload == nil {
+		return nil, invalid("paymentPayload.payload is required")
+	}
+	if p.Payload.Authorization == nil {
+		if len(p.Payload.Permit2Authorization) > 0 {
+			return nil, invalid("Permit2 payloads are not supported; sign an EIP-3009 authorization")
+		}
+		return nil, invalid("paymentPayload.payload.authorization is required")
+	}
+	out.Authorization = *p.Payload.Authorization
+	out.Signature = p.Payload.Signature
+	if err := checkAuthorization(&out.Authorization, out.Signature); err != nil {
+		return nil, err
+	}
+
+	req, err := normaliseRequirements(&rq)
+	if err != nil {
+		return nil, err
+	}
+	out.Requirements = req
+	return out, nil
+}
+
+// detectVersion takes the top-level version, else the payload's, else the
+// payload's shape (only v2 has "accepted").
+func detectVersion(top *Int, p *wirePayload) (int, error) {
+	var v int64
+	switch {
+	case top != nil && p.X402Version != nil && *top != *p.X402Version:
+		return 0, invalid("x402Version is %d but paymentPayload.x402Version is %d", *top, *p.X402Version)
+	case top != nil:
+		v = int64(*top)
+	case p.X402Version != nil:
+		v = int64(*p.X402Version)
+	case p.Accepted != nil:
+		v = Version2
+	default:
+		v = Version1
+	}
+	if v != Version1 && v != Version2 {
+		return 0, invalid("x402Version %d is not supported; use 1 or 2", v)
+	}
+	return int(v), nil
+}
+
+func normaliseRequirements(rq *wireRequirements) (Requirements, error) {
+	r := Requirements{
+		Scheme:            rq.Scheme,
+		Network:           rq.Network,
+		Amount:            string(rq.Amount),
+		Asset:             rq.Asset,
+		PayTo:             rq.PayTo,
+		MaxTimeoutSeconds: int64(rq.MaxTimeoutSeconds),
+	}
+	// Tolerate either amount member in either version: the names are the
+	// only difference and nobody gains from refusing the other one.
+	if r.Amount == "" {
+		r.Amount = string(rq.MaxAmountRequired)
+	}
+	if len(rq.Resource) > 0 && rq.Resource[0] == '"' {
+		_ = json.Unmarshal(rq.Resource, &r.Resource)
+	}
+	// extra is free-form: a non-object or non-string name leaves the domain
+	// missing, which verification reports with its own reason.
+	if isObject(rq.Extra) {
+		var extra map[string]json.RawMessage
+		if json.Unmarshal(rq.Extra, &extra) == nil {
+			_ = json.Unmarshal(extra["name"], &r.Name)
+			_ = json.Unmarshal(extra["version"], &r.Version)
+		}
+	}
+	if _, err := ParseUint256(r.Amount); err != nil {
+		return r, invalid("paymentRequirements amount: %v", err)
+	}
+	if !IsAddress(r.PayTo) {
+		return r, invalid("paymentRequirements.payTo %q is not a 0x address", truncate(r.PayTo))
+	}
+	if !IsAddress(r.Asset) {
+		return r, invalid("paymentRequirements.asset %q is not a 0x address", truncate(r.Asset))
+	}
+	return r, nil
+}
+
+func checkAuthorization(a *Authorization, sig string) error {
+	if !IsAddress(a.From) {
+		return invalid("authorization.from %q is not a 0x address", truncate(a.From))
+	}
+	if !IsAddress(a.To) {
+		return invalid("authorization.to %q is not a 0x address", truncate(a.To))
+	}
+	for _, f := range []struct {
+		name string
+		v    Decimal
+	}{{"value", a.Value}, {"validAfter", a.ValidAfter}, {"validBefore", a.ValidBefore}} {
+		if _, err := ParseUint256(string(f.v)); err != nil {
+			return invalid("authorization.%s: %v", f.name, err)
+		}
+	}
+	if n, ok := hexBytes(a.Nonce); !ok || n != 32 {
+		return invalid("authorization.nonce must be 32 bytes of 0x hex")
+	}
+	if sig == "" {
+		return invalid("paymentPayload.payload.signature is required")
+	}
+	if n, ok := hexBytes(sig); !ok || n == 0 {
+		return invalid("paymentPayload.payload.signature is not 0x hex")
+	}
+	return nil
+}
+
+var maxUint256 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
+
+// ParseUint256 parses a decimal string into a uint256 value.
+func ParseUint256(s string) (*big.Int, error) {
+	if s == "" {
+		return nil, errors.New("missing")
+	}
+	if len(s) > 78 {
+		return nil, errors.New("too many digits for a uint256")
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return nil, fmt.Errorf("%q is not a decimal integer", truncate(s))
+		}
+	}
+	n, ok := new(big.Int).SetString(s, 10)
+	if !ok || n.Cmp(maxUint256) > 0 {
+		return nil, fmt.Errorf("%q does not fit a uint256", truncate(s))
+	}
+	return n, nil
+}
+
+// IsAddress reports whether s is 0x followed by 40 hex digits (any case).
+func IsAddress(s string) bool {
+	n, ok := hexBytes(s)
+	return ok && n == 20
+}
+
+// hexBytes reports the byte length of 0x-prefixed hex.
+func hexBytes(s string) (int, bool) {
+	if len(s) < 2 || (s[:2] != "0x" && s[:2] != "0X") || len(s)%2 != 0 {
+		return 0, false
+	}
+	for _, c := range s[2:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return 0, false
+		}
+	}
+	return (len(s) - 2) / 2, true
+}
+
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+func unmarshalObject(b []byte, v any) error {
+	if !isObject(b) {
+		return errors.New("want a JSON object")
+	}
+	return json.Unmarshal(b, v)
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+// EqualAddress compares two hex addresses case-insensitively (checksums are
+// a display convention, not part of the address).
+func EqualAddress(a, b string) bool { return strings.EqualFold(a, b) }
