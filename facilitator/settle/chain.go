@@ -1,0 +1,63 @@
+// Package settle owns exactly-once settlement of x402 payments: the Chain
+// contract a network must offer, and the Engine that screens, re-verifies,
+// prepares, durably records, broadcasts and confirms each payment so that one
+// canonical request body moves money at most once, across concurrent
+// requests, different bodies carrying one authorization, crashes and
+// restarts.
+//
+// The order of work for a new body is fixed: screening (no chain call at
+// all), network routing, Chain.Verify, then, on the network's single worker,
+// Chain.Prepare (which simulates the transfer again and signs with the next
+// signer nonce), a fsynced intent record in kv, Chain.Broadcast, and in the
+// background a receipt wait that records the final outcome. Reconcile
+// resolves intents a previous process left pending.
+package settle
+
+import (
+	"context"
+
+	"github.com/ardx-dev/ardx/facilitator/x402"
+)
+
+// Tx is a signed transferWithAuthorization transaction ready to broadcast.
+type Tx struct {
+	Signer string // 0x address of the gas-paying signer
+	Nonce  uint64 // the signer's account nonce used
+	Hash   string // 0x transaction hash
+	Raw    []byte // the signed transaction, binary (types.Transaction.MarshalBinary)
+}
+
+// Chain is one network the engine settles on; *evm.Network implements it.
+type Chain interface {
+	// ID returns the network's CAIP-2 id, e.g. "eip155:84532".
+	ID() string
+	// V1Name returns the v1 short name ("base-sepolia"), "" if none.
+	V1Name() string
+	// Available reports false, with a reason, when the network cannot settle
+	// (RPC failing, signer gas below threshold).
+	Available() (ok bool, reason string)
+	// Verify checks a payment completely (scheme, EIP-712 domain, network,
+	// signature, recipient, time window, exact amount, simulated transfer,
+	// diagnosis) without moving anything.
+	Verify(ctx context.Context, req *x402.PaymentRequest) x402.VerifyResponse
+	// AuthorizationID identifies the signed authorization: lower-case
+	// "<chainId>:<asset>:<from>:<nonce>".
+	AuthorizationID(req *x402.PaymentRequest) string
+	// Prepare simulates the transfer once more and, if it would succeed,
+	// builds and signs the transferWithAuthorization transaction with the next
+	// locally managed nonce of one of its signers. It does not broadcast. A
+	// payment that would fail returns fail != nil (the invalid_* or
+	// transaction_failed response, Transaction "") and tx == nil.
+	Prepare(ctx context.Context, req *x402.PaymentRequest) (tx *Tx, fail *x402.SettleResponse, err error)
+	// Broadcast sends a prepared transaction; a transaction the node already
+	// knows is not an error.
+	Broadcast(ctx context.Context, tx *Tx) error
+	// Receipt reports a transaction's outcome; found is false while it is not
+	// mined.
+	Receipt(ctx context.Context, hash string) (found, success bool, err error)
+	// AuthorizationUsed reads authorizationState(from, nonce) on the asset.
+	AuthorizationUsed(ctx context.Context, req *x402.PaymentRequest) (bool, error)
+	// ResyncNonce re-reads a signer's pending nonce from the chain (after a
+	// failed broadcast).
+	ResyncNonce(ctx context.Context, signer string) error
+}

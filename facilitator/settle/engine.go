@@ -1,0 +1,484 @@
+package settle
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/ardx-dev/ardx/facilitator/x402"
+	"github.com/ardx-dev/ardx/kv"
+)
+
+// ErrIdempotencyKeyConflict is returned by Settle when the Idempotency-Key was
+// first used with another body (HTTP 422).
+var ErrIdempotencyKeyConflict = errors.New("settle: idempotency key already used with a different request body")
+
+// ErrClosed is returned by Settle after Close has begun.
+var ErrClosed = errors.New("settle: engine closed")
+
+// OutcomeSucceeded is the outcome label of a successful settlement in Stats
+// and in kv's counters; failures are labelled with their errorReason.
+const OutcomeSucceeded = "succeeded"
+
+// unknownNetwork labels counters of payments for networks we do not serve,
+// so arbitrary client strings never become counter names.
+const unknownNetwork = "unknown"
+
+// Defaults for Options.
+const (
+	DefaultSettleTimeout     = 25 * time.Second
+	DefaultReceiptTimeout    = 10 * time.Minute
+	DefaultReceiptPoll       = 20 * time.Millisecond
+	DefaultIdempotencyKeyTTL = 24 * time.Hour
+	// chainCallTimeout bounds each Verify, Prepare, Broadcast or lookup so a
+	// hung RPC cannot stall a network's worker forever.
+	chainCallTimeout = 30 * time.Second
+	maxReceiptPoll   = time.Second
+	queueSize        = 4096
+)
+
+// Options tune NewEngine. Zero values take the defaults.
+type Options struct {
+	// SettleTimeout is how long Settle waits for a final outcome before it
+	// answers settlement_pending and lets the work go on in the background.
+	// Default 25 s.
+	SettleTimeout time.Duration
+	// Screener refuses listed addresses before any chain call; nil: no
+	// screening. A nil *screen.List is fine (it is nil-safe).
+	Screener interface{ Listed(addr string) bool }
+	// Logger receives the engine's logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock for record times; nil means time.Now.
+	Now func() time.Time
+	// OnSettled is called once per final successful settlement (never on a
+	// replay), after the outcome is recorded. It runs on the engine's
+	// goroutine: keep it short.
+	OnSettled func(req *x402.PaymentRequest, resp x402.SettleResponse)
+	// ReceiptTimeout bounds the background wait for a broadcast transaction's
+	// receipt; after it the settlement stays pending until a later identical
+	// request or Reconcile finds the receipt. Default 10 min.
+	ReceiptTimeout time.Duration
+	// ReceiptPoll is the first interval between receipt polls; it doubles up
+	// to 1 s. Default 20 ms.
+	ReceiptPoll time.Duration
+	// IdempotencyKeyTTL is how long an Idempotency-Key stays bound to its
+	// first body (the Stripe convention). Default 24 h.
+	IdempotencyKeyTTL time.Duration
+}
+
+// Engine settles payments exactly once per canonical request body. It is safe
+// for concurrent use.
+type Engine struct {
+	db   *kv.DB
+	opts Options
+	log  *slog.Logger
+
+	networks []*network
+	byName   map[string]*network // CAIP-2 id and v1 name
+
+	ctx    context.Context // background work; cancelled by Close
+	cancel context.CancelFunc
+	stop   chan struct{} // closed when no flight remains after Close: workers exit
+
+	mu      sync.Mutex
+	flights map[string]*flight // by body key
+	closed  bool
+	flying  sync.WaitGroup // flights
+	workers sync.WaitGroup
+
+	startup sync.Once // first reconciliation pass
+}
+
+// network is one chain and the FIFO queue its single worker drains.
+type network struct {
+	chain Chain
+	id    string
+	queue chan *job
+}
+
+// NewEngine returns an engine settling on chains, recording in db. It starts
+// one worker per network. Call Reconcile before serving so intents left
+// pending by a previous process are resolved first; Settle also starts that
+// pass on its first call if Reconcile was not called.
+func NewEngine(db *kv.DB, chains []Chain, opts Options) (*Engine, error) {
+	if db == nil {
+		return nil, errors.New("settle: nil kv.DB")
+	}
+	if opts.SettleTimeout <= 0 {
+		opts.SettleTimeout = DefaultSettleTimeout
+	}
+	if opts.ReceiptTimeout <= 0 {
+		opts.ReceiptTimeout = DefaultReceiptTimeout
+	}
+	if opts.ReceiptPoll <= 0 {
+		opts.ReceiptPoll = DefaultReceiptPoll
+	}
+	if opts.IdempotencyKeyTTL <= 0 {
+		opts.IdempotencyKeyTTL = DefaultIdempotencyKeyTTL
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e := &Engine{
+		db:      db,
+		opts:    opts,
+		log:     log.With("component", "settle"),
+		byName:  map[string]*network{},
+		flights: map[string]*flight{},
+		stop:    make(chan struct{}),
+	}
+	for _, c := range chains {
+		if c == nil {
+			return nil, errors.New("settle: nil chain")
+		}
+		n := &network{chain: c, id: c.ID(), queue: make(chan *job, queueSize)}
+		if n.id == "" {
+			return nil, errors.New("settle: chain with empty id")
+		}
+		for _, name := range []string{n.id, c.V1Name()} {
+			if name == "" {
+				continue
+			}
+			if _, dup := e.byName[name]; dup {
+				return nil, fmt.Errorf("settle: network %q configured twice", name)
+			}
+			e.byName[name] = n
+		}
+		e.networks = append(e.networks, n)
+	}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	for _, n := range e.networks {
+		e.workers.Add(1)
+		go func() {
+			defer e.workers.Done()
+			e.work(n)
+		}()
+	}
+	return e, nil
+}
+
+// Chain returns the chain serving network, named by CAIP-2 id or v1 name.
+func (e *Engine) Chain(network string) (Chain, bool) {
+	n, ok := e.byName[network]
+	if !ok {
+		return nil, false
+	}
+	return n.chain, true
+}
+
+// Verify checks a payment without moving anything: screening first (no chain
+// call for a listed address), then routing and availability, then the
+// chain's full verification.
+func (e *Engine) Verify(ctx context.Context, req *x402.PaymentRequest) x402.VerifyResponse {
+	if addr, listed := e.screened(req); listed {
+		e.log.Warn("verify refused: sanctioned address", "address", addr)
+		return x402.VerifyResponse{InvalidReason: x402.ReasonSanctioned, InvalidMessage: "address " + addr + " is on the sanctions list", Payer: req.Payer()}
+	}
+	n, ok := e.byName[req.Network()]
+	if !ok {
+		return x402.VerifyResponse{InvalidReason: x402.ReasonUnsupportedNetwork, InvalidMessage: fmt.Sprintf("network %q is not served by this facilitator", req.Network()), Payer: req.Payer()}
+	}
+	if ok, why := n.chain.Available(); !ok {
+		return x402.VerifyResponse{InvalidReason: x402.ReasonServiceUnavailable, InvalidMessage: unavailableMessage(n.id, why), Payer: req.Payer()}
+	}
+	return n.chain.Verify(ctx, req)
+}
+
+// Settle settles the payment in body exactly once. idempotencyKey is the
+// optional Idempotency-Key header ("" if absent). replayed reports that a
+// recorded final outcome was returned (also to a request that waited for an
+// identical one in flight). ErrIdempotencyKeyConflict (→ 422) when the key
+// was first used with another body. Other errors are internal (→ 500) and
+// record nothing.
+//
+// A body that is not JSON or not an x402 request answers invalid_payload and
+// is not recorded (the answer is a function of the bytes alone).
+func (e *Engine) Settle(ctx context.Context, body []byte, idempotencyKey string) (resp x402.SettleResponse, replayed bool, err error) {
+	key, err := BodyKey(body)
+	if err != nil {
+		return invalidPayload("", "body is not JSON: "+err.Error()), false, nil
+	}
+	// Replays are the hot path: answer them from one read, before decoding.
+	if rec, err := e.db.Settlement(key); err == nil && rec.State.Final() {
+		if err := e.bindKey(idempotencyKey, key); err != nil {
+			return x402.SettleResponse{}, false, err
+		}
+		resp, err := recordedResponse(rec)
+		return resp, err == nil, err
+	} else if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return x402.SettleResponse{}, false, fmt.Errorf("settle: read record: %w", err)
+	}
+	req, err := x402.DecodeRequest(body)
+	if err != nil {
+		return invalidPayload("", err.Error()), false, nil
+	}
+	if err := e.bindKey(idempotencyKey, key); err != nil {
+		return x402.SettleResponse{}, false, err
+	}
+	e.startup.Do(func() { e.reconcilePass() })
+
+	f, created, start, resp, replayed, err := e.join(key, req, body)
+	if start != nil {
+		start()
+	}
+	if f == nil {
+		return resp, replayed, err
+	}
+	timer := time.NewTimer(e.opts.SettleTimeout)
+	defer timer.Stop()
+	select {
+	case <-f.done:
+		if f.err != nil {
+			return x402.SettleResponse{}, false, f.err
+		}
+		return f.resp, f.final && !created, nil
+	case <-timer.C:
+		return f.pendingResponse(), false, nil
+	case <-ctx.Done():
+		return f.pendingResponse(), false, ctx.Err()
+	}
+}
+
+// BodyKey returns the settlement key of a request body: the hex SHA-256 of
+// its RFC 8785 canonical JSON, so bodies differing only in whitespace or
+// member order are the same settlement.
+func BodyKey(body []byte) (string, error) {
+	canon, err := jcs.Transform(body)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func (e *Engine) bindKey(idempotencyKey, bodyKey string) error {
+	if idempotencyKey == "" {
+		return nil
+	}
+	bound, err := e.db.BindIdempotencyKey(idempotencyKey, bodyKey, e.opts.Now(), e.opts.IdempotencyKeyTTL)
+	if err != nil {
+		return fmt.Errorf("settle: bind idempotency key: %w", err)
+	}
+	if bound != bodyKey {
+		return ErrIdempotencyKeyConflict
+	}
+	return nil
+}
+
+// join attaches the request to the flight for key, starting one when none is
+// in the air (start, when non-nil, must be called without e.mu held). When
+// the record turns out final it returns no flight and the recorded response.
+func (e *Engine) join(key string, req *x402.PaymentRequest, body []byte) (f *flight, created bool, start func(), resp x402.SettleResponse, replayed bool, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, false, nil, x402.SettleResponse{}, false, ErrClosed
+	}
+	if f := e.flights[key]; f != nil {
+		return f, false, nil, x402.SettleResponse{}, false, nil
+	}
+	// A flight writes its final record before it leaves the map, so a record
+	// read under the lock after missing the flight is current.
+	rec, err := e.db.Settlement(key)
+	switch {
+	case err == nil && rec.State.Final():
+		resp, err := recordedResponse(rec)
+		return nil, false, nil, resp, err == nil, err
+	case err == nil:
+		f, start := e.newResolveLocked(rec)
+		return f, false, start, x402.SettleResponse{}, false, nil
+	case !errors.Is(err, kv.ErrNotFound):
+		return nil, false, nil, x402.SettleResponse{}, false, fmt.Errorf("settle: read record: %w", err)
+	}
+	f = e.newFlightLocked(key, req)
+	return f, true, func() { go e.settleNew(f, req, body) }, x402.SettleResponse{}, false, nil
+}
+
+// settleNew runs the steps of a new body that need no network worker, then
+// hands the payment to its network's queue.
+func (e *Engine) settleNew(f *flight, req *x402.PaymentRequest, body []byte) {
+	if addr, listed := e.screened(req); listed {
+		e.log.Warn("settle refused: sanctioned address", "address", addr, "body", f.key)
+		e.fail(f, unknownOr(e.byName[req.Network()]), x402.ReasonSanctioned, "address "+addr+" is on the sanctions list", nil, false)
+		return
+	}
+	n, ok := e.byName[req.Network()]
+	if !ok {
+		e.fail(f, unknownNetwork, x402.ReasonUnsupportedNetwork, fmt.Sprintf("network %q is not served by this facilitator", req.Network()), nil, false)
+		return
+	}
+	if ok, why := n.chain.Available(); !ok {
+		e.log.Error("settle refused: network unavailable", "network", n.id, "reason", why, "body", f.key)
+		e.fail(f, n.id, x402.ReasonServiceUnavailable, unavailableMessage(n.id, why), nil, false)
+		return
+	}
+	j := &job{f: f, req: req, body: body, verified: make(chan struct{})}
+	// Enqueue before verifying: the queue keeps arrival order while the
+	// verifications of queued payments overlap.
+	if !e.enqueue(n, j) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, chainCallTimeout)
+	v := n.chain.Verify(ctx, req)
+	cancel()
+	if !v.IsValid {
+		j.skip = true
+		close(j.verified)
+		e.fail(f, n.id, v.InvalidReason, v.InvalidMessage, nil, false)
+		return
+	}
+	close(j.verified)
+}
+
+// enqueue hands j to n's worker; false when the engine is shutting down (the
+// flight is then finished as not final).
+func (e *Engine) enqueue(n *network, j *job) bool {
+	select {
+	case n.queue <- j:
+		return true
+	case <-e.ctx.Done():
+		e.finishFlight(j.f, j.f.pendingResponse(), false, nil)
+		return false
+	}
+}
+
+// screened reports the first listed address among payer, payTo and the
+// authorization's recipient. It makes no chain call.
+func (e *Engine) screened(req *x402.PaymentRequest) (string, bool) {
+	if e.opts.Screener == nil {
+		return "", false
+	}
+	for _, a := range []string{req.Payer(), req.PayTo(), req.Recipient()} {
+		if a != "" && e.opts.Screener.Listed(a) {
+			return a, true
+		}
+	}
+	return "", false
+}
+
+// fail records a failed final outcome for f's body and finishes the flight.
+// rec carries the intent when one was recorded; release frees the
+// authorization it claimed (nothing moved).
+func (e *Engine) fail(f *flight, networkLabel, reason, message string, rec *kv.Settlement, release bool) {
+	if reason == "" {
+		reason = x402.ReasonTransactionFailed
+	}
+	resp := f.baseResponse()
+	resp.ErrorReason, resp.ErrorMessage = reason, message
+	if reason == x402.ReasonEVMTransactionFailed && rec != nil && rec.Intent != nil {
+		resp.Transaction = rec.Intent.TxHash
+	}
+	e.finish(f, networkLabel, kv.SettlementFailed, reason, resp, rec, release)
+}
+
+// finish records a final outcome and finishes the flight with it.
+func (e *Engine) finish(f *flight, networkLabel string, state kv.SettlementState, outcome string, resp x402.SettleResponse, rec *kv.Settlement, release bool) {
+	raw, err := json.Marshal(resp)
+	if err != nil {
+		e.finishFlight(f, x402.SettleResponse{}, false, err)
+		return
+	}
+	s := kv.Settlement{BodyKey: f.key, Network: networkLabel, State: state, Outcome: outcome, Response: raw, FinishedAt: e.opts.Now().UTC()}
+	if rec != nil {
+		s.Intent, s.Body, s.CreatedAt = rec.Intent, rec.Body, rec.CreatedAt
+	}
+	stored, err := e.db.FinishSettlement(s, release)
+	switch {
+	case errors.Is(err, kv.ErrSettlementFinal):
+		// Someone recorded first; theirs is the answer.
+		resp, err = recordedResponse(stored)
+		e.finishFlight(f, resp, err == nil, err)
+		return
+	case err != nil:
+		e.log.Error("record settlement outcome", "body", f.key, "err", err)
+		e.finishFlight(f, x402.SettleResponse{}, false, fmt.Errorf("settle: record outcome: %w", err))
+		return
+	}
+	e.finishFlight(f, resp, true, nil)
+	if state == kv.SettlementSucceeded && e.opts.OnSettled != nil && f.req != nil {
+		e.opts.OnSettled(f.req, resp)
+	}
+}
+
+// Close stops accepting settlements and waits, bounded by ctx, for the work
+// in flight; then it cancels what remains (those settlements stay pending in
+// kv for Reconcile) and stops the workers.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	already := e.closed
+	e.closed = true
+	e.mu.Unlock()
+	if already {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() { e.flying.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("settle: close: work still in flight: %w", ctx.Err())
+	}
+	e.cancel()
+	stopped := make(chan struct{})
+	go func() {
+		e.flying.Wait()
+		close(e.stop)
+		e.workers.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		err = errors.Join(err, errors.New("settle: close: workers did not stop within 5s"))
+	}
+	return err
+}
+
+func recordedResponse(rec kv.Settlement) (x402.SettleResponse, error) {
+	var resp x402.SettleResponse
+	if err := json.Unmarshal(rec.Response, &resp); err != nil {
+		return resp, fmt.Errorf("settle: decode recorded response %s: %w", rec.BodyKey, err)
+	}
+	return resp, nil
+}
+
+func invalidPayload(network, message string) x402.SettleResponse {
+	return x402.SettleResponse{ErrorReason: x402.ReasonInvalidPayload, ErrorMessage: message, Network: network}
+}
+
+func unavailableMessage(network, why string) string {
+	if why == "" {
+		return "network " + network + " cannot settle right now"
+	}
+	return "network " + network + " cannot settle right now: " + why
+}
+
+func unknownOr(n *network) string {
+	if n == nil {
+		return unknownNetwork
+	}
+	return n.id
+}
+
+// shortErr keeps chain error text in responses to one bounded line.
+func shortErr(err error) string {
+	s := strings.ReplaceAll(err.Error(), "\n", " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}

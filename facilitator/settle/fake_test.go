@@ -1,0 +1,363 @@
+package settle_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ardx-dev/ardx/facilitator/settle"
+	"github.com/ardx-dev/ardx/facilitator/x402"
+)
+
+// fakeChain is an in-memory EVM with one signer, a mempool, EIP-3009
+// authorization state and balances: enough to tell one transfer from two
+// and to crash the engine at any step. Every method call is counted.
+type fakeChain struct {
+	id, v1 string
+
+	calls atomic.Int64 // every Chain method call
+
+	mu           sync.Mutex
+	unavailable  string
+	autoMine     bool
+	localNonce   uint64             // the nonce manager's next nonce
+	accountNonce uint64             // next nonce the chain accepts (mined count)
+	pool         map[string]*fakeTx // broadcast, not mined, by hash
+	receipts     map[string]bool    // mined: hash → success
+	authUsed     map[string]bool
+	balances     map[string]*big.Int // lower-case address → balance
+	transfers    int                 // successful transfers mined
+	broadcasts   int                 // transactions accepted into the pool
+	prepares     int
+	resyncs      int
+
+	// blockBroadcast, when set, makes Broadcast wait for the context to end
+	// and fail without sending: the process "dies" between intent and send.
+	blockBroadcast bool
+	// failBroadcast, when set, is returned by Broadcast without sending.
+	failBroadcast error
+	// onPrepared runs after Prepare signed a transaction, onVerified after
+	// Verify found a payment valid; each runs once, without c.mu held.
+	onPrepared func()
+	onVerified func()
+}
+
+type fakeTx struct {
+	hash   string
+	nonce  uint64
+	authID string
+	from   string
+	to     string
+	amount *big.Int
+}
+
+func newFakeChain() *fakeChain {
+	return &fakeChain{
+		id: "eip155:84532", v1: "base-sepolia", autoMine: true,
+		pool: map[string]*fakeTx{}, receipts: map[string]bool{}, authUsed: map[string]bool{}, balances: map[string]*big.Int{},
+	}
+}
+
+var _ settle.Chain = (*fakeChain)(nil)
+
+func (c *fakeChain) ID() string     { c.calls.Add(1); return c.id }
+func (c *fakeChain) V1Name() string { c.calls.Add(1); return c.v1 }
+
+func (c *fakeChain) Available() (bool, string) {
+	c.calls.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unavailable == "", c.unavailable
+}
+
+func (c *fakeChain) fund(addr string, amount int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.balances[strings.ToLower(addr)] = big.NewInt(amount)
+}
+
+func (c *fakeChain) balance(addr string) *big.Int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b := c.balances[strings.ToLower(addr)]; b != nil {
+		return new(big.Int).Set(b)
+	}
+	return new(big.Int)
+}
+
+// check is the simulation shared by Verify and Prepare; c.mu held.
+func (c *fakeChain) checkLocked(req *x402.PaymentRequest) (reason string) {
+	if c.authUsed[c.authID(req)] {
+		return x402.ReasonNonceAlreadyUsed
+	}
+	amount, _ := new(big.Int).SetString(string(req.Authorization.Value), 10)
+	if !x402.EqualAddress(req.Recipient(), req.PayTo()) {
+		return x402.ReasonRecipientMismatch
+	}
+	bal := c.balances[strings.ToLower(req.Payer())]
+	if bal == nil || bal.Cmp(amount) < 0 {
+		return x402.ReasonInsufficientBalance
+	}
+	return ""
+}
+
+func (c *fakeChain) Verify(ctx context.Context, req *x402.PaymentRequest) x402.VerifyResponse {
+	c.calls.Add(1)
+	c.mu.Lock()
+	if r := c.checkLocked(req); r != "" {
+		c.mu.Unlock()
+		return x402.VerifyResponse{InvalidReason: r, InvalidMessage: "fake: " + r, Payer: req.Payer()}
+	}
+	hook := c.onVerified
+	c.onVerified = nil
+	c.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return x402.VerifyResponse{IsValid: true, Payer: req.Payer()}
+}
+
+func (c *fakeChain) authID(req *x402.PaymentRequest) string {
+	return strings.ToLower("84532:" + req.Requirements.Asset + ":" + req.Payer() + ":" + req.Authorization.Nonce)
+}
+
+func (c *fakeChain) AuthorizationID(req *x402.PaymentRequest) string {
+	c.calls.Add(1)
+	return c.authID(req)
+}
+
+func (c *fakeChain) Prepare(ctx context.Context, req *x402.PaymentRequest) (*settle.Tx, *x402.SettleResponse, error) {
+	c.calls.Add(1)
+	c.mu.Lock()
+	if r := c.checkLocked(req); r != "" {
+		c.mu.Unlock()
+		return nil, &x402.SettleResponse{ErrorReason: r, ErrorMessage: "fake simulation: " + r, Network: req.Network(), Payer: req.Payer()}, nil
+	}
+	amount, _ := new(big.Int).SetString(string(req.Authorization.Value), 10)
+	nonce := c.localNonce
+	c.localNonce++
+	c.prepares++
+	ftx := fakeTx{nonce: nonce, authID: c.authID(req), from: strings.ToLower(req.Payer()), to: strings.ToLower(req.Recipient()), amount: amount}
+	raw, _ := json.Marshal(map[string]any{"nonce": nonce, "auth": ftx.authID, "from": ftx.from, "to": ftx.to, "amount": amount.String()})
+	sum := sha256.Sum256(raw)
+	ftx.hash = "0x" + hex.EncodeToString(sum[:])
+	hook := c.onPrepared
+	c.onPrepared = nil
+	c.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return &settle.Tx{Signer: "0xfacilitator", Nonce: nonce, Hash: ftx.hash, Raw: raw}, nil, nil
+}
+
+func decodeFakeRaw(raw []byte) (*fakeTx, error) {
+	var m struct {
+		Nonce  uint64 `json:"nonce"`
+		Auth   string `json:"auth"`
+		From   string `json:"from"`
+		To     string `json:"to"`
+		Amount string `json:"amount"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	amount, ok := new(big.Int).SetString(m.Amount, 10)
+	if !ok {
+		return nil, errors.New("fake: bad amount")
+	}
+	sum := sha256.Sum256(raw)
+	return &fakeTx{hash: "0x" + hex.EncodeToString(sum[:]), nonce: m.Nonce, authID: m.Auth, from: m.From, to: m.To, amount: amount}, nil
+}
+
+func (c *fakeChain) Broadcast(ctx context.Context, tx *settle.Tx) error {
+	c.calls.Add(1)
+	c.mu.Lock()
+	if c.blockBroadcast {
+		c.mu.Unlock()
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	defer c.mu.Unlock()
+	if c.failBroadcast != nil {
+		return c.failBroadcast
+	}
+	ftx, err := decodeFakeRaw(tx.Raw)
+	if err != nil || ftx.hash != tx.Hash {
+		return fmt.Errorf("fake: malformed transaction: %v", err)
+	}
+	if _, ok := c.pool[ftx.hash]; ok {
+		return nil // already known
+	}
+	if _, ok := c.receipts[ftx.hash]; ok {
+		return nil
+	}
+	if ftx.nonce < c.accountNonce {
+		return errors.New("nonce too low")
+	}
+	c.pool[ftx.hash] = ftx
+	c.broadcasts++
+	if c.autoMine {
+		c.mineLocked()
+	}
+	return nil
+}
+
+// mine includes every pool transaction whose nonce is next, in order.
+func (c *fakeChain) mine() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mineLocked()
+}
+
+func (c *fakeChain) mineLocked() {
+	for progressed := true; progressed; {
+		progressed = false
+		for h, tx := range c.pool {
+			if tx.nonce != c.accountNonce {
+				continue
+			}
+			delete(c.pool, h)
+			c.accountNonce++
+			progressed = true
+			bal := c.balances[tx.from]
+			if c.authUsed[tx.authID] || bal == nil || bal.Cmp(tx.amount) < 0 {
+				c.receipts[h] = false
+				continue
+			}
+			c.authUsed[tx.authID] = true
+			bal.Sub(bal, tx.amount)
+			to := c.balances[tx.to]
+			if to == nil {
+				to = new(big.Int)
+				c.balances[tx.to] = to
+			}
+			to.Add(to, tx.amount)
+			c.receipts[h] = true
+			c.transfers++
+		}
+	}
+}
+
+// dropPool forgets unmined transactions, as a restarted node does.
+func (c *fakeChain) dropPool() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.pool)
+}
+
+// useAuthorization spends an authorization outside the facilitator (the
+// payer submitted it elsewhere), consuming one signer-independent slot.
+func (c *fakeChain) useAuthorization(authID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.authUsed[authID] = true
+}
+
+// burnNonce makes the chain's account nonce move past n, as another
+// transaction from the same signer key would.
+func (c *fakeChain) burnNonce() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.accountNonce++
+}
+
+func (c *fakeChain) Receipt(ctx context.Context, hash string) (bool, bool, error) {
+	c.calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return false, false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ok, found := c.receipts[hash]
+	return found, ok, nil
+}
+
+func (c *fakeChain) AuthorizationUsed(ctx context.Context, req *x402.PaymentRequest) (bool, error) {
+	c.calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.authUsed[c.authID(req)], nil
+}
+
+func (c *fakeChain) ResyncNonce(ctx context.Context, signer string) error {
+	c.calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.resyncs++
+	n := c.accountNonce
+	for {
+		found := false
+		for _, tx := range c.pool {
+			if tx.nonce == n {
+				found = true
+			}
+		}
+		if !found {
+			break
+		}
+		n++
+	}
+	c.localNonce = n
+	return nil
+}
+
+func (c *fakeChain) stats() (transfers, broadcasts, prepares int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.transfers, c.broadcasts, c.prepares
+}
+
+// Addresses used by the fake tests.
+const (
+	payerA   = "0x1111111111111111111111111111111111111111"
+	merchant = "0x2222222222222222222222222222222222222222"
+	asset    = "0x3333333333333333333333333333333333333333"
+)
+
+// payment describes one signed authorization; body renders it.
+type payment struct {
+	network  string
+	from, to string
+	payTo    string
+	amount   string
+	nonce    byte
+	resource string // differs between bodies carrying one authorization
+}
+
+func newPayment(nonce byte) payment {
+	return payment{network: "eip155:84532", from: payerA, to: merchant, payTo: merchant, amount: "1000", nonce: nonce, resource: "https://merchant.example/a"}
+}
+
+func (p payment) body(tb testing.TB) []byte {
+	tb.Helper()
+	req := x402.PaymentRequirementsV2{
+		Scheme: "exact", Network: p.network, Amount: x402.Decimal(p.amount), Asset: asset, PayTo: p.payTo,
+		MaxTimeoutSeconds: 60, Extra: &x402.Extra{Name: "USDC", Version: "2"},
+	}
+	auth := x402.Authorization{
+		From: p.from, To: p.to, Value: x402.Decimal(p.amount), ValidAfter: "0", ValidBefore: "99999999999",
+		Nonce: "0x" + strings.Repeat(fmt.Sprintf("%02x", p.nonce), 32),
+	}
+	sig := bytes.Repeat([]byte{0xab}, 65)
+	payload := x402.NewPayloadV2(&x402.ResourceInfo{URL: p.resource}, req, auth, sig, nil)
+	b, err := json.Marshal(x402.NewRequestV2(payload, req))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
