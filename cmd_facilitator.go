@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/spf13/cobra"
+
+	"github.com/ardx-dev/ardx/facilitator"
+	"github.com/ardx-dev/ardx/facilitator/evm"
+	"github.com/ardx-dev/ardx/facilitator/screen"
+	"github.com/ardx-dev/ardx/facilitator/settle"
+	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/web"
+)
+
+// facilitatorConfig holds the facilitator's flags.
+type facilitatorConfig struct {
+	addr           string
+	publicURL      string
+	networks       []string
+	rpcs           []string
+	assets         []string
+	signerKeyFile  string
+	settleTimeout  time.Duration
+	sanctionsList  string
+	rateLimits     []string
+	trustedProxies []string
+}
+
+func (fc *facilitatorConfig) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&fc.addr, "facilitator-addr", "127.0.0.1:4020", "facilitator listen address (port 0 picks a free port)")
+	f.StringVar(&fc.publicURL, "facilitator-public-url", "", "the facilitator's public base URL, used in problem types (default: http://<facilitator-addr>)")
+	f.StringArrayVar(&fc.networks, "network", nil, "network to serve: base, base-sepolia, dev (in-process chain) or eip155:<chainId> (repeatable; default dev)")
+	f.StringArrayVar(&fc.rpcs, "rpc", nil, "JSON-RPC URL of a network, NETWORK=URL (repeatable)")
+	f.StringArrayVar(&fc.assets, "asset", nil, "token contract of a network, NETWORK=ADDRESS (repeatable; required for eip155:<chainId> networks ardx does not know)")
+	f.StringVar(&fc.signerKeyFile, "signer-key-file", "", "file with the gas-paying signer keys, one hex key per line (or set ARDX_SIGNER_KEYS)")
+	f.DurationVar(&fc.settleTimeout, "settle-timeout", 25*time.Second, "answer settlement_pending after this long; the settlement goes on in the background")
+	f.StringVar(&fc.sanctionsList, "sanctions-list", "", "screened addresses: one per line with # comments, or a JSON array; reloaded when it changes")
+	f.StringArrayVar(&fc.rateLimits, "rate-limit", nil, "rate-limit bucket NAME=RATE:BURST (settle, payments-read, discovery), or off (repeatable)")
+	f.StringArrayVar(&fc.trustedProxies, "trusted-proxy", nil, "CIDR whose X-Forwarded-For is believed (repeatable)")
+}
+
+// pairs parses NETWORK=VALUE flags into a map keyed by network.
+func pairs(flag string, values []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, v := range values {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" || val == "" {
+			return nil, fmt.Errorf("--%s %q: want NETWORK=VALUE", flag, v)
+		}
+		m[k] = val
+	}
+	return m, nil
+}
+
+// readSignerKeys reads hex private keys, one per line, from the file or from
+// ARDX_SIGNER_KEYS. Errors never echo key material.
+func readSignerKeys(file string, getenv func(string) string) ([]*ecdsa.PrivateKey, error) {
+	var text, origin string
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--signer-key-file: %w", err)
+		}
+		text, origin = string(b), "--signer-key-file"
+	case getenv("ARDX_SIGNER_KEYS") != "":
+		text, origin = getenv("ARDX_SIGNER_KEYS"), "ARDX_SIGNER_KEYS"
+	default:
+		return nil, nil
+	}
+	var keys []*ecdsa.PrivateKey
+	sc := bufio.NewScanner(strings.NewReader(strings.ReplaceAll(text, ",", "\n")))
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		k, err := crypto.HexToECDSA(strings.TrimPrefix(s, "0x"))
+		if err != nil {
+			return nil, fmt.Errorf("%s: key %d is not a hex secp256k1 private key", origin, line)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// runningFacilitator is a started facilitator and what it owns.
+type runningFacilitator struct {
+	db       *kv.DB
+	ownDB    bool
+	networks []*evm.Network
+	dev      *evm.DevChain
+	screen   *screen.List
+	engine   *settle.Engine
+	svc      *facilitator.Service
+	srv      *web.Server
+}
+
+func (r *runningFacilitator) close(ctx context.Context) error {
+	var errs []error
+	if r.srv != nil {
+		// Stop taking requests first, then let the engine finish what it
+		// broadcast, then close the chain clients and the store.
+		errs = append(errs, r.svc.Close(ctx), r.srv.Close(ctx))
+	}
+	if r.engine != nil {
+		errs = append(errs, r.engine.Close(ctx))
+	}
+	for _, n := range r.networks {
+		errs = append(errs, n.Close())
+	}
+	if r.dev != nil {
+		errs = append(errs, r.dev.Close())
+	}
+	if r.screen != nil {
+		errs = append(errs, r.screen.Close())
+	}
+	if r.ownDB {
+		errs = append(errs, r.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// startFacilitator opens the networks, reconciles pending settlements and
+// starts the listener. db may be shared with the registry (serve); when nil
+// the facilitator opens the data dir itself.
+func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *kv.DB, logger *slog.Logger) (_ *runningFacilitator, err error) {
+	svcLog := logger
+	logger = logger.With("component", "facilitator")
+	rf := &runningFacilitator{db: db}
+	defer func() {
+		if err != nil {
+			rf.close(context.Background())
+		}
+	}()
+	if rf.db == nil {
+		if rf.db, err = kv.Open(c.global.dataDir, kv.Options{}); err != nil {
+			return nil, err
+		}
+		rf.ownDB = true
+	}
+	rpcs, err := pairs("rpc", fc.rpcs)
+	if err != nil {
+		return nil, err
+	}
+	assets, err := pairs("asset", fc.assets)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := readSignerKeys(fc.signerKeyFile, c.getenv)
+	if err != nil {
+		return nil, err
+	}
+	buckets, off, err := facilitator.ParseRateLimits(strings.Join(fc.rateLimits, ","))
+	if err != nil {
+		return nil, fmt.Errorf("--rate-limit: %w", err)
+	}
+	if off {
+		logger.Warn("rate limiting is off (--rate-limit off): for benchmarks and local load tests only")
+	}
+	var trusted []netip.Prefix
+	for _, s := range fc.trustedProxies {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxy %q: %w", s, err)
+		}
+		trusted = append(trusted, p)
+	}
+	names := fc.networks
+	if len(names) == 0 {
+		names = []string{"dev"}
+	}
+	var chains []settle.Chain
+	var facts []facilitator.NetworkFacts
+	for _, name := range names {
+		var n *evm.Network
+		if name == "dev" {
+			if rf.dev != nil {
+				return nil, errors.New("--network dev given twice")
+			}
+			if rf.dev, err = evm.NewDevChain(ctx, logger); err != nil {
+				return nil, fmt.Errorf("dev chain: %w", err)
+			}
+			n = rf.dev.Network
+			if err := c.announceDevAccounts(rf.dev, logger); err != nil {
+				return nil, err
+			}
+		} else {
+			if len(keys) == 0 {
+				return nil, fmt.Errorf("--network %s needs signer keys: --signer-key-file or ARDX_SIGNER_KEYS", name)
+			}
+			rpc := rpcs[name]
+			if rpc == "" {
+				return nil, fmt.Errorf("--network %s needs --rpc %s=URL", name, name)
+			}
+			cfg := evm.NetworkConfig{Name: name, RPC: rpc, Asset: assets[name], SignerKeys: keys, Logger: logger}
+			if id, ok := evm.ChainIDOf(name); ok && id.Int64() == evm.DevChainID {
+				// A local node on the dev chain id (geth --dev) answers to the
+				// v1 name "dev" too, as the in-process dev chain does: v1 has
+				// no name of its own for chain 1337.
+				cfg.V1Name = evm.DevV1Name
+			}
+			if n, err = evm.Open(ctx, cfg); err != nil {
+				return nil, fmt.Errorf("network %s: %w", name, err)
+			}
+			rf.networks = append(rf.networks, n)
+		}
+		chains = append(chains, n)
+		facts = append(facts, n)
+	}
+	if fc.sanctionsList != "" {
+		if rf.screen, err = screen.Open(fc.sanctionsList, logger.With("component", "screen")); err != nil {
+			return nil, fmt.Errorf("--sanctions-list: %w", err)
+		}
+	}
+	opts := settle.Options{SettleTimeout: fc.settleTimeout, Logger: logger}
+	if rf.screen != nil {
+		opts.Screener = rf.screen
+	}
+	if rf.engine, err = settle.NewEngine(rf.db, chains, opts); err != nil {
+		return nil, err
+	}
+	if err := rf.engine.Reconcile(ctx); err != nil {
+		return nil, fmt.Errorf("reconcile pending settlements: %w", err)
+	}
+	ln, err := web.Listen("facilitator", fc.addr)
+	if err != nil {
+		return nil, err
+	}
+	publicURL := strings.TrimRight(fc.publicURL, "/")
+	if publicURL == "" {
+		publicURL = "http://" + ln.Addr().String()
+	}
+	rf.svc, err = facilitator.New(facilitator.Config{
+		PublicURL:      publicURL,
+		Logger:         svcLog,
+		Networks:       facts,
+		RateLimits:     buckets,
+		RateLimitsOff:  off,
+		TrustedProxies: trusted,
+		Screening:      rf.screen,
+	}, rf.engine)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	rf.srv = &web.Server{Name: "facilitator", Listener: ln, Handler: rf.svc.Handler(), Logger: logger,
+		WriteTimeout: fc.settleTimeout + 30*time.Second}
+	if err := rf.srv.Open(); err != nil {
+		return nil, err
+	}
+	return rf, nil
+}
+
+func (c *cli) facilitatorCmd() *cobra.Command {
+	var fc facilitatorConfig
+	cmd := &cobra.Command{
+		Use:   "facilitator",
+		Short: "Run the x402 payment facilitator alone",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := c.logger()
+			if err != nil {
+				return err
+			}
+			rf, err := c.startFacilitator(cmd.Context(), &fc, nil, logger)
+			if err != nil {
+				return interrupted(cmd.Context(), err)
+			}
+			<-cmd.Context().Done()
+			return shutdown(logger, rf.close)
+		},
+	}
+	fc.flags(cmd)
+	return cmd
+}
+
+func (c *cli) serveCmd() *cobra.Command {
+	var rc registryConfig
+	var fc facilitatorConfig
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the registry and the facilitator on separate listeners",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := c.logger()
+			if err != nil {
+				return err
+			}
+			reg, err := c.startRegistry(cmd.Context(), &rc, logger)
+			if err != nil {
+				return interrupted(cmd.Context(), err)
+			}
+			rf, err := c.startFacilitator(cmd.Context(), &fc, reg.stores.db, logger)
+			if err != nil {
+				reg.close(context.Background())
+				return interrupted(cmd.Context(), err)
+			}
+			<-cmd.Context().Done()
+			return shutdown(logger, rf.close, reg.close)
+		},
+	}
+	rc.flags(cmd)
+	fc.flags(cmd)
+	return cmd
+}
+
+func (c *cli) payCmd() *cobra.Command {
+	var opts facilitator.PayOptions
+	cmd := &cobra.Command{
+		Use:   "pay",
+		Short: "Sign an EIP-3009 authorization and call /verify then /settle",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Stdout = c.stdout
+			return facilitator.Pay(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.FacilitatorURL, "facilitator", "http://127.0.0.1:4020", "the facilitator's base URL")
+	f.StringVar(&opts.Network, "network", "dev", "network: a v1 name (base-sepolia) or CAIP-2 id (eip155:84532)")
+	f.StringVar(&opts.To, "to", "", "recipient (payTo) address")
+	f.StringVar(&opts.Amount, "amount", "", "amount in the asset's units, e.g. 0.01")
+	f.StringVar(&opts.KeyFile, "key-file", "", "file with the payer's hex private key")
+	f.IntVar(&opts.X402Version, "x402-version", 2, "x402 protocol version, 1 or 2")
+	for _, name := range []string{"to", "amount", "key-file"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}
+
+// announceDevAccounts logs the dev chain's funded test accounts and writes
+// the payer's key to <data>/dev-payer.key, so a new user can try
+// `ardx pay --key-file` at once. The keys are fixed test keys that guard
+// nothing; real signer keys never reach a log.
+func (c *cli) announceDevAccounts(d *evm.DevChain, logger *slog.Logger) error {
+	keyFile := filepath.Join(c.global.dataDir, "dev-payer.key")
+	hexKey := hex.EncodeToString(crypto.FromECDSA(d.PayerKey))
+	if err := os.MkdirAll(c.global.dataDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(keyFile, []byte(hexKey+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write dev payer key: %w", err)
+	}
+	logger.Info("dev chain ready (test keys, they guard nothing)",
+		"network", d.Network.ID(), "v1_name", d.Network.V1Name(), "usdc", d.Asset.Hex(),
+		"payer", d.Payer.Hex(), "payer_key", hexKey, "payer_key_file", keyFile,
+		"merchant", d.Merchant.Hex(), "merchant_key", hex.EncodeToString(crypto.FromECDSA(d.MerchantKey)),
+		"signer", d.Signer.Hex())
+	return nil
+}
+
+// interrupted treats a start-up cut short by a signal as a clean stop.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry"
+	"github.com/ardx-dev/ardx/registry/ingest"
+	"github.com/ardx-dev/ardx/web"
+)
+
+// registryConfig holds the registry's flags.
+type registryConfig struct {
+	addr              string
+	publicURL         string
+	upstreams         []string
+	federationTimeout time.Duration
+	noDefaultCorpus   bool
+	crawlInterval     time.Duration
+}
+
+func (rc *registryConfig) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&rc.addr, "registry-addr", "127.0.0.1:8080", "registry listen address (port 0 picks a free port)")
+	f.StringVar(&rc.publicURL, "public-url", "", "the registry's public base URL, written into each result's source (default: http://<registry-addr>)")
+	f.StringArrayVar(&rc.upstreams, "upstream", nil, "an upstream ARD registry base URL to federate with (repeatable)")
+	f.DurationVar(&rc.federationTimeout, "federation-timeout", 800*time.Millisecond, "deadline for asking upstream registries in federation auto")
+	f.BoolVar(&rc.noDefaultCorpus, "no-default-corpus", false, "do not ingest the embedded default corpus into an empty data dir")
+	f.DurationVar(&rc.crawlInterval, "crawl-interval", 0, "re-crawl known publishers in the background this often (0 = off)")
+}
+
+func (rc *registryConfig) validate() error {
+	for _, u := range rc.upstreams {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return fmt.Errorf("--upstream %q: must be an http(s) base URL", u)
+		}
+	}
+	if rc.federationTimeout <= 0 {
+		return fmt.Errorf("--federation-timeout must be positive")
+	}
+	if rc.crawlInterval < 0 {
+		return fmt.Errorf("--crawl-interval must not be negative")
+	}
+	return nil
+}
+
+// registryStores is the registry's open storage.
+type registryStores struct {
+	db       *kv.DB
+	ix       *index.Index
+	ingester *ingest.Ingester
+}
+
+func (s *registryStores) close() error {
+	return errors.Join(s.ix.Close(), s.db.Close())
+}
+
+// rebuildMarker is set in kv while the index is being rebuilt: a process
+// that dies mid-rebuild leaves a valid but partial index behind, and the next
+// start must rebuild again rather than trust it.
+const rebuildMarker = "registry.index_rebuild_pending"
+
+// openRegistryStores opens kv and the index under the data dir, rebuilding
+// the index from kv when it is missing, was built with an older mapping, or
+// a previous rebuild did not finish. fresh discards the index first.
+func (c *cli) openRegistryStores(ctx context.Context, logger *slog.Logger, fresh bool) (*registryStores, error) {
+	resolve, err := parseResolve(c.global.resolve)
+	if err != nil {
+		return nil, err
+	}
+	db, err := kv.Open(c.global.dataDir, kv.Options{})
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(c.global.dataDir, "index")
+	if fresh {
+		if err := os.RemoveAll(dir); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("remove index: %w", err)
+		}
+	}
+	ix, rebuild, err := index.OpenWith(dir, index.Options{Logger: logger.With("component", "index")})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &registryStores{db: db, ix: ix, ingester: &ingest.Ingester{
+		DB:      db,
+		Index:   ix,
+		Fetcher: web.NewFetcher(web.FetchOptions{AllowPrivate: c.global.allowPrivate, Resolve: resolve, UserAgent: "ardx/" + version}),
+		Logger:  logger.With("component", "ingest"),
+	}}
+	if isTerminal(c.stderr) {
+		s.ingester.Progress = c.stderr
+	}
+	pending, err := db.Counter(rebuildMarker)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	if rebuild || pending > 0 {
+		if err := s.rebuildIndex(ctx, logger); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// rebuildIndex re-puts every kv entry into the index, marking the rebuild
+// in kv until it completes.
+func (s *registryStores) rebuildIndex(ctx context.Context, logger *slog.Logger) error {
+	if _, err := s.db.Incr(rebuildMarker, 1); err != nil {
+		return err
+	}
+	start := time.Now()
+	n, err := s.ingester.Reindex(ctx)
+	if err != nil {
+		return fmt.Errorf("rebuild index: %w", err)
+	}
+	pending, err := s.db.Counter(rebuildMarker)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.Incr(rebuildMarker, -pending); err != nil {
+		return err
+	}
+	if n > 0 {
+		logger.Info("index rebuilt from kv", "component", "registry", "entries", n, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// ingestDefaultCorpus loads the embedded sample manifests into an empty data
+// dir, once: a user who removes them does not get them back.
+func ingestDefaultCorpus(ctx context.Context, s *registryStores, logger *slog.Logger) error {
+	const marker = "registry.default_corpus_ingested"
+	if done, err := s.db.Counter(marker); err != nil || done > 0 {
+		return err
+	}
+	if n, err := s.db.CountEntries(); err != nil || n > 0 {
+		return err
+	}
+	corpus, err := fs.Sub(defaultCorpus, "testdata/corpus")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	rep, err := s.ingester.IngestFS(ctx, corpus, ".")
+	if err != nil {
+		return fmt.Errorf("ingest default corpus: %w", err)
+	}
+	if rep.Rejected() > 0 {
+		return fmt.Errorf("default corpus has %d rejected entries", rep.Rejected())
+	}
+	if _, err := s.db.Incr(marker, 1); err != nil {
+		return err
+	}
+	n, _ := s.db.CountEntries()
+	logger.Info("default corpus ingested", "entries", n, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// runningRegistry is a started registry listener.
+type runningRegistry struct {
+	stores      *registryStores
+	svc         *registry.Service
+	srv         *web.Server
+	stopRecrawl func()
+}
+
+func (r *runningRegistry) close(ctx context.Context) error {
+	r.stopRecrawl()
+	return errors.Join(r.srv.Close(ctx), r.svc.Close(ctx), r.stores.close())
+}
+
+func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slog.Logger) (*runningRegistry, error) {
+	if err := rc.validate(); err != nil {
+		return nil, err
+	}
+	regLog := logger.With("component", "registry")
+	stores, err := c.openRegistryStores(ctx, logger, false)
+	if err != nil {
+		return nil, err
+	}
+	if !rc.noDefaultCorpus {
+		if err := ingestDefaultCorpus(ctx, stores, regLog); err != nil {
+			stores.close()
+			return nil, err
+		}
+	}
+	ln, err := web.Listen("registry", rc.addr)
+	if err != nil {
+		stores.close()
+		return nil, err
+	}
+	publicURL := strings.TrimRight(rc.publicURL, "/")
+	if publicURL == "" {
+		publicURL = "http://" + ln.Addr().String()
+	}
+	svc, err := registry.New(registry.Config{
+		PublicURL:         publicURL,
+		Upstreams:         rc.upstreams,
+		FederationTimeout: rc.federationTimeout,
+		Logger:            logger,
+	}, stores.db, stores.ix)
+	if err != nil {
+		ln.Close()
+		stores.close()
+		return nil, err
+	}
+	srv := &web.Server{Name: "registry", Listener: ln, Handler: svc.Handler(), Logger: regLog}
+	if err := srv.Open(); err != nil {
+		svc.Close(ctx)
+		stores.close()
+		return nil, err
+	}
+	stopRecrawl := stores.ingester.StartRecrawl(ctx, rc.crawlInterval)
+	return &runningRegistry{stores: stores, svc: svc, srv: srv, stopRecrawl: stopRecrawl}, nil
+}
+
+func (c *cli) registryCmd() *cobra.Command {
+	var rc registryConfig
+	cmd := &cobra.Command{
+		Use:   "registry",
+		Short: "Run the ARD registry (search, explore, agents) alone",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := c.logger()
+			if err != nil {
+				return err
+			}
+			reg, err := c.startRegistry(cmd.Context(), &rc, logger)
+			if err != nil {
+				return interrupted(cmd.Context(), err)
+			}
+			<-cmd.Context().Done()
+			return shutdown(logger, reg.close)
+		},
+	}
+	rc.flags(cmd)
+	return cmd
+}
+
+func (c *cli) ingestCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "ingest PATH|URL|DOMAIN...",
+		Short: "Ingest ARD manifests from files, directories, URLs or domains",
+		Long: `Ingest reads ARD manifests (v0.91 ard.json or v0.9 ai-catalog.json) from files,
+directories (every *.json inside), http(s) URLs, and bare domains (which mean
+https://DOMAIN/.well-known/ard.json, falling back to /.well-known/ai-catalog.json).
+Re-ingesting a source replaces what came from it. Invalid entries are reported
+and skipped; the command exits non-zero if any entry was rejected.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			logger, err := c.logger()
+			if err != nil {
+				return err
+			}
+			stores, err := c.openRegistryStores(cmd.Context(), logger, false)
+			if err != nil {
+				return err
+			}
+			defer stores.close()
+			rep, err := stores.ingester.Ingest(cmd.Context(), args...)
+			if rep != nil {
+				rep.Print(c.stdout)
+			}
+			if err != nil {
+				return err
+			}
+			if n := rep.Rejected(); n > 0 {
+				return fmt.Errorf("%d entries rejected", n)
+			}
+			return nil
+		},
+	}
+}
+
+func (c *cli) reindexCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reindex",
+		Short: "Rebuild the search index from the kv store",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := c.logger()
+			if err != nil {
+				return err
+			}
+			// A fresh index: re-putting into the old one would keep docs whose
+			// entries are gone from kv.
+			start := time.Now()
+			stores, err := c.openRegistryStores(cmd.Context(), logger, true)
+			if err != nil {
+				return err
+			}
+			defer stores.close()
+			n, err := stores.db.CountEntries()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "reindexed %d entries in %s\n", n, time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+}
+
+// shutdown runs closers with a bounded grace period after a signal.
+func shutdown(logger *slog.Logger, closers ...func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var errs []error
+	for _, close := range closers {
+		errs = append(errs, close(ctx))
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		logger.Error("shutdown", "err", err)
+	} else {
+		logger.Info("stopped")
+	}
+	return err
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
