@@ -52,13 +52,14 @@ func (s *Service) searchFederated(r *http.Request, req searchRequest) ([]resultI
 	depth := req.Offset + req.Limit
 	upSize := min(depth, maxSearchLimit)
 
+	ups := s.federationTargets(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.FederationTimeout)
 	defer cancel()
-	results := make([]upstreamResult, len(s.upstreams))
+	results := make([]upstreamResult, len(ups))
 	var wg sync.WaitGroup
-	for i := range s.upstreams {
+	for i := range ups {
 		wg.Go(func() {
-			results[i] = s.askUpstream(ctx, s.upstreams[i], req, upSize)
+			results[i] = s.askUpstream(ctx, ups[i], req, upSize)
 		})
 	}
 
@@ -68,8 +69,8 @@ func (s *Service) searchFederated(r *http.Request, req searchRequest) ([]resultI
 		return nil, "", nil, err
 	}
 
-	outcomes := make([]kv.UpstreamOutcome, len(s.upstreams))
-	for i, up := range s.upstreams {
+	outcomes := make([]kv.UpstreamOutcome, len(ups))
+	for i, up := range ups {
 		res := results[i]
 		outcomes[i] = kv.UpstreamOutcome{Upstream: up.base, Outcome: res.outcome}
 		if res.err != nil {
@@ -85,8 +86,8 @@ func (s *Service) searchFederated(r *http.Request, req searchRequest) ([]resultI
 		bestRank int
 		item     resultItem // body nil for local until loaded
 	}
-	cands := make(map[string]*candidate, len(local.Hits)+len(s.upstreams)*upSize)
-	order := make([]string, 0, len(local.Hits)+len(s.upstreams)*upSize)
+	cands := make(map[string]*candidate, len(local.Hits)+len(ups)*upSize)
+	order := make([]string, 0, len(local.Hits)+len(ups)*upSize)
 	for rank, h := range local.Hits {
 		if _, dup := cands[h.ID]; dup {
 			continue
@@ -199,7 +200,11 @@ func (s *Service) fetchUpstream(ctx context.Context, up upstream, body []byte, s
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
-	resp, err := s.client.Do(hreq)
+	client := up.client
+	if client == nil {
+		client = s.client
+	}
+	resp, err := client.Do(hreq)
 	if err != nil {
 		return nil, err
 	}
@@ -335,4 +340,95 @@ func upstreamReferral(up upstream, self string) referralEntry {
 		Description: "Upstream ARD registry that " + self + " federates searches to.",
 		Source:      self,
 	}
+}
+
+// Registries discovered in the index (entries of type
+// application/ai-registry+json) join federation=auto only when their host is
+// on the operator's allowlist (Config.FederateDiscovered): an indexed entry
+// is a publisher's claim, and asking it means sending every query there.
+// They are called through the SSRF-safe Fetcher, since their URL came from a
+// publisher, and their outcomes land in the demand log like any upstream's,
+// so GET /stats counts them.
+
+// discoveredCache holds the allowed discovered upstreams, valid while the kv
+// change sequence has not moved.
+type discoveredCache struct {
+	allow map[string]bool // lower-cased hosts; empty: none are asked
+
+	mu    sync.Mutex
+	valid bool
+	seq   uint64
+	list  []upstream
+}
+
+// federationTargets returns the configured upstreams followed by the
+// allowed discovered ones.
+func (s *Service) federationTargets(ctx context.Context) []upstream {
+	disc := s.discoveredUpstreams(ctx)
+	if len(disc) == 0 {
+		return s.upstreams
+	}
+	out := make([]upstream, 0, len(s.upstreams)+len(disc))
+	out = append(out, s.upstreams...)
+	return append(out, disc...)
+}
+
+// discoveredUpstreams lists the allowed registries of the index. A failure
+// to read them is logged and federation goes on with the configured ones.
+func (s *Service) discoveredUpstreams(ctx context.Context) []upstream {
+	c := &s.discovered
+	if len(c.allow) == 0 {
+		return nil
+	}
+	seq, err := s.db.LastChangeSeq()
+	if err != nil {
+		s.log.Warn("discovered registries: change sequence", "err", err)
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.valid && c.seq == seq {
+		return c.list
+	}
+	list, err := s.ix.List(ctx, index.ListRequest{Types: []string{registryType}, Size: maxReferrals,
+		OrderBy: []index.Order{{Field: index.OrderIdentifier}}})
+	if err != nil {
+		s.log.Warn("discovered registries: list", "err", err)
+		return nil
+	}
+	entries, err := s.db.GetEntries(list.IDs)
+	if err != nil {
+		s.log.Warn("discovered registries: load", "err", err)
+		return nil
+	}
+	known := map[string]bool{s.cfg.PublicURL: true}
+	for _, up := range s.upstreams {
+		known[up.base] = true
+	}
+	var out []upstream
+	for _, id := range list.IDs {
+		e, ok := entries[id]
+		if !ok || e.Owner != "" {
+			continue
+		}
+		var body struct {
+			URL string `json:"url"`
+		}
+		if json.Unmarshal(e.Body, &body) != nil || body.URL == "" {
+			continue
+		}
+		base := strings.TrimSuffix(strings.TrimRight(strings.TrimSpace(body.URL), "/"), "/search")
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.User != nil {
+			continue
+		}
+		if !c.allow[strings.ToLower(u.Hostname())] || known[base] {
+			continue
+		}
+		known[base] = true
+		src, _ := json.Marshal(base)
+		out = append(out, upstream{base: base, host: u.Host, sourceJSON: src, client: s.fetcher.HTTPClient(), discovered: true})
+	}
+	c.valid, c.seq, c.list = true, seq, out
+	return out
 }

@@ -140,7 +140,7 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 		return
 	}
 	mode := req.Federation
-	if mode == fedAuto && len(s.upstreams) == 0 {
+	if mode == fedAuto && len(s.federationTargets(r.Context())) == 0 {
 		mode = fedNone // nothing to fan out to: answer as none
 	}
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry/sources"
 	"github.com/ardx-dev/ardx/web"
 )
 
@@ -46,6 +47,16 @@ type Config struct {
 	// process, so tokens do not survive a restart (the ranking they point
 	// into may not either).
 	TokenKey []byte
+	// Fetcher performs every outbound fetch of a publisher's domain (manifest
+	// build, doctor, audit) and every call to a registry discovered in the
+	// index; nil means web.NewFetcher with its safe defaults.
+	Fetcher *web.Fetcher
+	// FederateDiscovered lists the hosts of registries discovered in the
+	// index (entries of type application/ai-registry+json) that
+	// federation=auto may also ask. Empty (the default) asks none: a
+	// discovered registry is a publisher's claim, so the operator opts in
+	// host by host.
+	FederateDiscovered []string
 }
 
 // Service is the registry's HTTP service. Create it with New, serve
@@ -64,6 +75,12 @@ type Service struct {
 	// sourceJSON is PublicURL as a JSON string, the source of local results.
 	sourceJSON []byte
 	handler    http.Handler
+
+	// Publisher tools and federation with discovered registries.
+	fetcher    *web.Fetcher
+	reader     *sources.Reader
+	safety     safetyCache
+	discovered discoveredCache
 }
 
 // upstream is one configured upstream registry.
@@ -71,6 +88,10 @@ type upstream struct {
 	base       string // normalised base URL, no trailing slash
 	host       string // host[:port], for logs
 	sourceJSON []byte // base as a JSON string, the source of its results
+	// client is nil for configured upstreams (Service.client); discovered
+	// ones are called through the SSRF-safe Fetcher's client.
+	client     *http.Client
+	discovered bool
 }
 
 // New checks cfg and returns a Service reading entries from db and ranking
@@ -131,6 +152,17 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 	}
 	s.openapi = doc
 	s.sourceJSON, _ = json.Marshal(cfg.PublicURL)
+	s.fetcher = cfg.Fetcher
+	if s.fetcher == nil {
+		s.fetcher = web.NewFetcher(web.FetchOptions{})
+	}
+	s.reader = sources.NewReader(s.fetcher, s.log)
+	s.discovered.allow = map[string]bool{}
+	for _, h := range cfg.FederateDiscovered {
+		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+			s.discovered.allow[h] = true
+		}
+	}
 	s.demand = newDemandWriter(db, s.log)
 	s.handler = s.routes()
 	return s, nil
@@ -163,6 +195,12 @@ func (s *Service) routeTable() []route {
 		{http.MethodGet, "/health", s.handleHealth},
 		{http.MethodGet, "/stats", s.handleStats},
 		{http.MethodGet, "/openapi.json", s.handleOpenAPI},
+		{http.MethodPost, "/manifest/build", s.handleManifestBuild},
+		{http.MethodPost, "/doctor", s.handleDoctor},
+		{http.MethodPost, "/audit", s.handleAudit},
+		{http.MethodGet, "/tools", s.handleToolsGet},
+		{http.MethodPost, "/tools", s.handleToolsPost},
+		{http.MethodGet, "/tool-safety", s.handleToolSafety},
 	}
 }
 

@@ -1,0 +1,147 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"github.com/ardx-dev/ardx/web"
+)
+
+// The publisher tools (POST /manifest/build, /doctor, /audit) read a
+// publisher's domain through the SSRF-safe Fetcher and never store what they
+// read: they answer with what they saw.
+
+// maxDomainLen is the DNS limit on a name.
+const maxDomainLen = 253
+
+// parseDomain checks a publisher domain given by a caller: a bare, fully
+// qualified domain name (no scheme, port, path or IP literal) that can
+// anchor a urn:air: identifier. It returns the lower-cased name, or a
+// message saying what is wrong.
+func parseDomain(raw string) (string, string) {
+	d := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(raw)), ".")
+	switch {
+	case d == "":
+		return "", "must be a domain name such as example.com"
+	case strings.Contains(d, "://") || strings.ContainsAny(d, "/?#@"):
+		return "", "must be a bare domain name such as example.com, not a URL"
+	case strings.Contains(d, ":") || strings.HasPrefix(d, "["):
+		if _, err := netip.ParseAddr(strings.Trim(d, "[]")); err == nil {
+			return "", "must be a domain name, not an IP address"
+		}
+		return "", "must be a bare domain name without a port"
+	case len(d) > maxDomainLen:
+		return "", "is longer than 253 characters"
+	case d == "localhost":
+		return "", "localhost is not a publisher domain"
+	}
+	if _, err := netip.ParseAddr(d); err == nil {
+		return "", "must be a domain name, not an IP address"
+	}
+	labels := strings.Split(d, ".")
+	if len(labels) < 2 {
+		return "", "must be a fully qualified domain name such as example.com"
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return "", "is not a valid domain name"
+		}
+		for _, r := range l {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+				return "", "is not a valid domain name (letters, digits and hyphens only; use the punycode form of international names)"
+			}
+		}
+	}
+	if tld := labels[len(labels)-1]; strings.Trim(tld, "0123456789") == "" {
+		return "", "must be a domain name, not an IP address"
+	}
+	return d, ""
+}
+
+// domainMember reads a required "domain" member into fe's errors.
+func domainMember(m map[string]json.RawMessage, fe *fieldErrors) string {
+	raw, ok := m["domain"]
+	if !ok || isNull(raw) {
+		fe.add("domain", "is required: the publisher's domain name, such as example.com")
+		return ""
+	}
+	s, ok := rawString(raw)
+	if !ok {
+		fe.add("domain", "must be a string")
+		return ""
+	}
+	d, msg := parseDomain(s)
+	if msg != "" {
+		fe.add("domain", msg)
+	}
+	return d
+}
+
+// withinDomain reports whether host is domain or one of its subdomains.
+func withinDomain(host, domain string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	return domain != "" && (host == domain || strings.HasSuffix(host, "."+domain))
+}
+
+// hostOf is the lower-cased host name of rawURL, or "".
+func hostOf(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Hostname())
+}
+
+// publisherOf is the publisher segment of a urn:air: identifier.
+func publisherOf(id string) string {
+	rest, ok := strings.CutPrefix(id, "urn:air:")
+	if !ok {
+		return ""
+	}
+	pub, _, _ := strings.Cut(rest, ":")
+	return pub
+}
+
+// Stable codes of outbound fetch failures, shared by the doctor's findings
+// and the builder's and audit's source reports.
+const (
+	codeAddressForbidden = "fetch.address-forbidden"
+	codeHostUnknown      = "fetch.host-unknown"
+	codeFetchTimeout     = "fetch.timeout"
+	codeFetchTooLarge    = "fetch.too-large"
+	codeFetchRedirects   = "fetch.too-many-redirects"
+	codeFetchBadURL      = "fetch.bad-url"
+	codeFetchFailed      = "fetch.failed"
+)
+
+// describeFetchError classifies an outbound fetch error into a stable code
+// and a sentence a publisher can act on, without leaking more of our
+// network than the error already names.
+func describeFetchError(err error) (code, msg string) {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.Is(err, web.ErrForbiddenAddress):
+		return codeAddressForbidden, "the host resolves to an address this registry never fetches (loopback, private, link-local or reserved): " + err.Error()
+	case errors.As(err, &dnsErr):
+		return codeHostUnknown, "the host name does not resolve: " + dnsErr.Error()
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return codeFetchTimeout, "the host did not answer in time: " + err.Error()
+	case errors.Is(err, web.ErrTooLarge):
+		return codeFetchTooLarge, "the response is larger than this registry reads: " + err.Error()
+	case errors.Is(err, web.ErrTooManyRedirects):
+		return codeFetchRedirects, err.Error()
+	case errors.Is(err, web.ErrBadURL):
+		return codeFetchBadURL, err.Error()
+	}
+	return codeFetchFailed, "the fetch failed: " + err.Error()
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
