@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ardx-dev/ardx/index"
@@ -63,8 +64,17 @@ type Ingester struct {
 	MaxFileBytes int64
 	// Concurrency is how many sources are read or fetched at once (stores
 	// stay in source order, so a later source's claim on an identifier
-	// always wins); zero means 4.
+	// always wins), and how many domains Crawl works on at once; zero
+	// means 4.
 	Concurrency int
+	// CrawlDelay is the pause between two requests of a crawl to one host
+	// (requests to one host never overlap); zero means DefaultCrawlDelay, a
+	// negative value means no pause.
+	CrawlDelay time.Duration
+
+	crawlerOnce sync.Once
+	crawler     *politeClient
+	domainLocks sync.Map // domain -> *sync.Mutex: one crawl of a domain at a time
 }
 
 // Report is what an ingest did, source by source.
@@ -166,8 +176,9 @@ type unit struct {
 	file   string // a file path
 	fsys   fs.FS  // with fsPath: a file of an fs.FS
 	fsPath string
-	url    string // an http(s) URL
-	domain string // a bare domain: well-known paths
+	url    string    // an http(s) URL
+	domain string    // a bare domain: well-known paths
+	pre    *document // a manifest already fetched (by discovery)
 }
 
 // loaded is a unit after reading and parsing, before storing.
@@ -536,12 +547,14 @@ func (in *Ingester) load(ctx context.Context, u unit) loaded {
 		doc, err = in.fetch(ctx, u.url)
 	case u.domain != "":
 		doc, err = in.fetchDomain(ctx, u.domain, &l.report)
+	case u.pre != nil:
+		doc = *u.pre
 	}
 	if err != nil {
 		l.err = err
 		return l
 	}
-	web := u.url != "" || u.domain != ""
+	web := u.url != "" || u.domain != "" || u.pre != nil
 	seenIDs := map[string]bool{}
 	visited := map[string]bool{doc.name: true}
 	queue := []document{doc}
@@ -693,7 +706,13 @@ func (in *Ingester) get(ctx context.Context, rawURL string) (*web.FetchResult, e
 	if in.Fetcher == nil {
 		return nil, errors.New("no outbound fetcher configured")
 	}
-	res, err := in.Fetcher.Get(ctx, rawURL, manifestAccept)
+	var c fetchClient = in.Fetcher
+	if inCrawl(ctx) {
+		// Nested catalogs of a crawled manifest are fetched as politely as
+		// the rest of the crawl.
+		c = in.crawlClient()
+	}
+	res, err := c.Get(ctx, rawURL, manifestAccept)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", rawURL, err)
 	}

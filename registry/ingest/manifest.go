@@ -30,6 +30,13 @@ const (
 	// OpenAPI description; its data carries method, path, servers, auth and
 	// summary. ARD names no type for it; this is ardx's choice.
 	TypeOpenAPIOperation = "application/openapi-operation+json"
+	// TypeOpenAPI is a whole API description, the parent of its
+	// operations (the OpenAPI Initiative's registered media type).
+	TypeOpenAPI = "application/vnd.oai.openapi+json"
+	// TypeMCPTool is one tool of an MCP server, linked to its server; its
+	// data carries the endpoint, transport and tool name. ARD names no
+	// type for it; this is ardx's choice.
+	TypeMCPTool = "application/mcp-tool+json"
 )
 
 // MaxNestingDepth bounds how deep nested application/ai-catalog+json entries
@@ -55,7 +62,7 @@ var typeAliases = map[string]string{
 var knownTypes = map[string]bool{
 	TypeCatalog: true, TypeRegistry: true, TypeMCPServer: true, TypeA2AAgent: true,
 	TypeSkillZip: true, "application/agent-skills+gzip": true, TypeSkillMarkdown: true,
-	TypeOpenAPIOperation: true,
+	TypeOpenAPIOperation: true, TypeOpenAPI: true, TypeMCPTool: true,
 }
 
 // urnPattern is the ARD conformance regex: publisher, optional multi-segment

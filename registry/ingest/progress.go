@@ -58,6 +58,18 @@ func (p *progress) step(r SourceReport) {
 	}
 }
 
+// line records one finished item described by a ready-made line (a
+// crawled domain).
+func (p *progress) line(s string) {
+	p.done++
+	switch {
+	case p.bar != nil:
+		_ = p.bar.Add(1)
+	case p.w != nil:
+		fmt.Fprintf(p.w, "%s [%d/%d] %s\n", p.label, p.done, p.total, s)
+	}
+}
+
 // add records n finished items (reindex).
 func (p *progress) add(n int) {
 	p.done += n

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/kv"
@@ -85,17 +86,65 @@ func ToDoc(e kv.Entry) (index.Doc, error) {
 		}
 		d.AttestationTypes = keywords(types)
 	}
+	var v any
 	if len(f.Data) > 0 {
 		t := &textCollector{}
-		var v any
 		dec := json.NewDecoder(bytes.NewReader(f.Data))
 		dec.UseNumber()
 		if dec.Decode(&v) == nil {
 			t.walk(v, 0)
 		}
 		d.Text = t.out
+		// Identifiers of callables are written get_forecast or listPets;
+		// their words are what a capability query says.
+		switch f.Type {
+		case TypeMCPTool, TypeOpenAPIOperation:
+			if m, ok := v.(map[string]any); ok {
+				for _, k := range []string{"name", "operationId"} {
+					if s, ok := m[k].(string); ok {
+						if w := SplitIdentifier(s); w != "" && w != s {
+							d.Text = append(d.Text, w)
+						}
+					}
+				}
+			}
+		}
 	}
 	return d, nil
+}
+
+// SplitIdentifier splits a code identifier into lower-case words:
+// "get_forecast", "getForecast", "get-forecast" and "HTTPGetForecast2"
+// give "get forecast" (the last "http get forecast 2").
+func SplitIdentifier(s string) string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	rs := []rune(s)
+	for i, r := range rs {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if i > 0 && len(cur) > 0 {
+				prev := rs[i-1]
+				lowerToUpper := unicode.IsUpper(r) && (unicode.IsLower(prev) || unicode.IsDigit(prev))
+				acronymEnd := unicode.IsUpper(r) && unicode.IsUpper(prev) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
+				digitEdge := unicode.IsDigit(r) != unicode.IsDigit(prev)
+				if lowerToUpper || acronymEnd || digitEdge {
+					flush()
+				}
+			}
+			cur = append(cur, r)
+		default:
+			flush()
+		}
+	}
+	flush()
+	return strings.Join(words, " ")
 }
 
 // urnName is the last segment of a URN (the entry's name).

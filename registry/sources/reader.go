@@ -27,13 +27,27 @@ const (
 // Reader fetches publishers' descriptions through the SSRF-safe Fetcher and
 // parses them. It is safe for concurrent use.
 type Reader struct {
-	fetch   *web.Fetcher
+	fetch   Client
 	log     *slog.Logger
 	version string
 }
 
+// Client is what a Reader fetches through: *web.Fetcher, or a wrapper of one
+// that adds politeness or conditional requests (registry/ingest's crawler).
+// A wrapper must keep the Fetcher's SSRF checks: it may only delay, record
+// or answer from a cache, never dial by itself.
+type Client interface {
+	Get(ctx context.Context, rawURL, accept string) (*web.FetchResult, error)
+	Do(req *http.Request) (*web.FetchResult, error)
+}
+
 // NewReader returns a Reader fetching through f. A nil log discards.
 func NewReader(f *web.Fetcher, log *slog.Logger) *Reader {
+	return NewReaderFor(f, log)
+}
+
+// NewReaderFor returns a Reader fetching through c. A nil log discards.
+func NewReaderFor(c Client, log *slog.Logger) *Reader {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -41,7 +55,7 @@ func NewReader(f *web.Fetcher, log *slog.Logger) *Reader {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		v = strings.TrimPrefix(bi.Main.Version, "v")
 	}
-	return &Reader{fetch: f, log: log.With("component", "sources"), version: v}
+	return &Reader{fetch: c, log: log.With("component", "sources"), version: v}
 }
 
 // get fetches url and requires a 2xx answer.

@@ -1,0 +1,169 @@
+//go:build unix
+
+package ingest_test
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry/ingest"
+)
+
+// toolsdkServersAndTools maps the toolsdk package list (shared test data,
+// not shipped) the way a crawl stores MCP servers: one server entry per
+// package, and one application/mcp-tool+json entry per tool linked to it,
+// carrying the transport and the tool name to call.
+func toolsdkServersAndTools(tb testing.TB) (body []byte, servers, tools int) {
+	tb.Helper()
+	raw, err := os.ReadFile("../../../shared/data/toolsdk/packages-list.json")
+	if err != nil {
+		tb.Skipf("toolsdk data not available (%v); skipping", err)
+	}
+	var pkgs map[string]struct {
+		Category string `json:"category"`
+		Tools    map[string]struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &pkgs); err != nil {
+		tb.Fatal(err)
+	}
+	names := make([]string, 0, len(pkgs))
+	for name := range pkgs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var entries []map[string]any
+	seen := map[string]bool{}
+	for _, name := range names {
+		p := pkgs[name]
+		slug := strings.Trim(nonURN.ReplaceAllString(name, "-"), "-.")
+		serverID := "urn:air:toolsdk.example:mcp:" + slug
+		if slug == "" || seen[serverID] {
+			continue
+		}
+		seen[serverID] = true
+		servers++
+		var toolNames []string
+		for _, t := range p.Tools {
+			toolNames = append(toolNames, t.Name)
+		}
+		sort.Strings(toolNames)
+		entries = append(entries, map[string]any{
+			"identifier":   serverID,
+			"displayName":  name,
+			"type":         ingest.TypeMCPServer,
+			"url":          "https://toolsdk.example/packages/" + slug + "/server-card.json",
+			"description":  "MCP server " + name + " (" + p.Category + ")",
+			"tags":         []string{p.Category},
+			"capabilities": toolNames,
+		})
+		for _, tn := range toolNames {
+			t := p.Tools[tn]
+			ts := strings.Trim(nonURN.ReplaceAllString(t.Name, "-"), "-.")
+			id := serverID + ":" + ts
+			if ts == "" || seen[id] {
+				continue
+			}
+			seen[id] = true
+			tools++
+			entries = append(entries, map[string]any{
+				"identifier":   id,
+				"displayName":  t.Name,
+				"type":         ingest.TypeMCPTool,
+				"description":  t.Description,
+				"capabilities": []string{t.Name},
+				"data": map[string]any{
+					"name": t.Name, "description": t.Description,
+					"server": map[string]any{"identifier": serverID, "transport": "streamable-http", "tool": t.Name},
+				},
+			})
+		}
+	}
+	body, err = json.Marshal(map[string]any{"entries": entries})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return body, servers, tools
+}
+
+// BenchmarkIngestToolsdkServersAndTools imports the whole toolsdk corpus as
+// server and tool entries into a fresh data dir (kv and an on-disk index),
+// and reports the index size.
+func BenchmarkIngestToolsdkServersAndTools(b *testing.B) {
+	body, servers, tools := toolsdkServersAndTools(b)
+	want := servers + tools
+	path := filepath.Join(b.TempDir(), "ard.json")
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	var indexBytes, kvBytes int64
+	cpu0 := cpuTime()
+	for b.Loop() {
+		b.StopTimer()
+		dir := b.TempDir()
+		db, err := kv.Open(dir, kv.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ix, _, err := index.Open(filepath.Join(dir, "index"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := &ingest.Ingester{DB: db, Index: ix}
+		b.StartTimer()
+		rep, err := in.Ingest(context.Background(), path)
+		b.StopTimer()
+		if err != nil || rep.Stored() != want || rep.Rejected() != 0 {
+			b.Fatalf("stored %d of %d, rejected %d, err %v", rep.Stored(), want, rep.Rejected(), err)
+		}
+		for _, w := range rep.Sources[0].Warnings {
+			if strings.Contains(w.Message, "media type") {
+				b.Fatalf("type warning: %s", w)
+			}
+		}
+		ix.Close()
+		db.Close()
+		indexBytes, kvBytes = dirSize(b, filepath.Join(dir, "index")), dirSize(b, filepath.Join(dir, kv.FileName))
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(servers), "servers")
+	b.ReportMetric(float64(tools), "tools")
+	b.ReportMetric(float64(want)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+	b.ReportMetric(float64(want)*float64(b.N)/(cpuTime()-cpu0).Seconds(), "entries/cpu-s")
+	b.ReportMetric(float64(indexBytes)/(1<<20), "index-MiB")
+	b.ReportMetric(float64(kvBytes)/(1<<20), "kv-MiB")
+}
+
+func dirSize(tb testing.TB, path string) int64 {
+	tb.Helper()
+	var n int64
+	err := filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
