@@ -28,7 +28,9 @@ type registryConfig struct {
 	upstreams         []string
 	federationTimeout time.Duration
 	noDefaultCorpus   bool
-	crawlInterval     time.Duration
+	// federateDiscovered allowlists hosts of registries found in the index.
+	federateDiscovered []string
+	crawlInterval      time.Duration
 }
 
 func (rc *registryConfig) flags(cmd *cobra.Command) {
@@ -37,6 +39,7 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&rc.publicURL, "public-url", "", "the registry's public base URL, written into each result's source (default: http://<registry-addr>)")
 	f.StringArrayVar(&rc.upstreams, "upstream", nil, "an upstream ARD registry base URL to federate with (repeatable)")
 	f.DurationVar(&rc.federationTimeout, "federation-timeout", 800*time.Millisecond, "deadline for asking upstream registries in federation auto")
+	f.StringArrayVar(&rc.federateDiscovered, "federate-discovered", nil, "host of an indexed ai-registry entry that federation auto may also ask (repeatable; none by default)")
 	f.BoolVar(&rc.noDefaultCorpus, "no-default-corpus", false, "do not ingest the embedded default corpus into an empty data dir")
 	f.DurationVar(&rc.crawlInterval, "crawl-interval", 0, "re-crawl known publishers in the background this often (0 = off)")
 }
@@ -211,10 +214,12 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		publicURL = "http://" + ln.Addr().String()
 	}
 	svc, err := registry.New(registry.Config{
-		PublicURL:         publicURL,
-		Upstreams:         rc.upstreams,
-		FederationTimeout: rc.federationTimeout,
-		Logger:            logger,
+		PublicURL:          publicURL,
+		Fetcher:            stores.ingester.Fetcher,
+		FederateDiscovered: rc.federateDiscovered,
+		Upstreams:          rc.upstreams,
+		FederationTimeout:  rc.federationTimeout,
+		Logger:             logger,
 	}, stores.db, stores.ix)
 	if err != nil {
 		ln.Close()
