@@ -187,6 +187,9 @@ func renderInChromium(t *testing.T, url string, want []string) {
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		if bin, err = exec.LookPath("chromium-browser"); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatal("chromium not installed; CI installs it (.ci/run: apt-get install -y chromium)")
+			}
 			t.Skip("chromium not installed (Debian: apt-get install -y chromium); skipping the browser rendering check")
 		}
 	}
