@@ -31,24 +31,30 @@ func (ix *Index) Facets(ctx context.Context, text string, filter Filter, viewer 
 			return nil, fmt.Errorf("%w: facet field %q", ErrUnknownFilterKey, r.Field)
 		}
 	}
-	m, err := ix.matchQuery(ctx, text, filter, viewer)
-	if err != nil {
-		return nil, err
-	}
-	sr := bleve.NewSearchRequestOptions(m.q, 0, 0, false)
-	sr.Score = bleve.ScoreNone // counts only: skip scoring
 	minCount := make(map[string]int, len(reqs))
-	for _, r := range reqs {
-		limit := r.Limit
-		if limit <= 0 {
-			limit = defaultFacetLimit
+	var res *bleve.SearchResult
+	for {
+		m, err := ix.matchQuery(ctx, text, filter, viewer)
+		if err != nil {
+			return nil, err
 		}
-		sr.AddFacet(r.Field, bleve.NewFacetRequest(r.Field, min(limit, maxFacetLimit)))
-		minCount[r.Field] = r.MinCount
-	}
-	res, err := ix.bleve.SearchInContext(ctx, sr)
-	if err != nil {
-		return nil, fmt.Errorf("index: facets: %w", err)
+		sr := bleve.NewSearchRequestOptions(m.q, 0, 0, false)
+		sr.Score = bleve.ScoreNone // counts only: skip scoring
+		for _, r := range reqs {
+			limit := r.Limit
+			if limit <= 0 {
+				limit = defaultFacetLimit
+			}
+			sr.AddFacet(r.Field, bleve.NewFacetRequest(r.Field, min(limit, maxFacetLimit)))
+			minCount[r.Field] = r.MinCount
+		}
+		res, err = ix.bleve.SearchInContext(ctx, sr)
+		if err != nil {
+			return nil, fmt.Errorf("index: facets: %w", err)
+		}
+		if !ix.privateRace(m) {
+			break
+		}
 	}
 	out := make(map[string]Facet, len(reqs))
 	for field := range minCount {

@@ -135,6 +135,11 @@ type Index struct {
 
 	dfs dfCache
 
+	// anyPrivate is raised before the first private doc is put (or at
+	// open, if the index holds one) and never lowered: while it is down,
+	// searches skip the private docs' exclusion.
+	anyPrivate atomic.Bool
+
 	calMu sync.Mutex // held while recalibrating
 	cal   atomic.Pointer[calibration]
 }
@@ -292,7 +297,31 @@ func newIndex(b bleve.Index, log *slog.Logger) (*Index, error) {
 		return nil, fmt.Errorf("index: read calibration probes: %w", err)
 	}
 	ix.probes = decodeProbeSample(raw)
+	private, err := countPrivate(b)
+	if err != nil {
+		return nil, err
+	}
+	ix.anyPrivate.Store(private > 0)
 	return ix, nil
+}
+
+// countPrivate returns the number of private docs in b.
+func countPrivate(b bleve.Index) (uint64, error) {
+	adv, err := b.Advanced()
+	if err != nil {
+		return 0, fmt.Errorf("index: count private docs: %w", err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return 0, fmt.Errorf("index: count private docs: %w", err)
+	}
+	defer r.Close()
+	tfr, err := r.TermFieldReader(context.Background(), []byte(privateMarker), fieldPrivate, false, false, false)
+	if err != nil {
+		return 0, fmt.Errorf("index: count private docs: %w", err)
+	}
+	defer tfr.Close()
+	return tfr.Count(), nil
 }
 
 // putBatchSize bounds one bleve batch: large enough to amortise the
@@ -305,6 +334,11 @@ func (ix *Index) Put(docs []Doc) error {
 		if strings.TrimSpace(docs[i].ID) == "" {
 			return fmt.Errorf("index: put: doc %d has no ID", i)
 		}
+	}
+	if slices.ContainsFunc(docs, func(d Doc) bool { return strings.TrimSpace(d.Owner) != "" }) {
+		// Before the batch: a search that ran without the exclusion
+		// checks the flag afterwards (see privateRace).
+		ix.anyPrivate.Store(true)
 	}
 	ix.writeMu.Lock()
 	defer ix.writeMu.Unlock()

@@ -3,6 +3,7 @@ package index_test
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -390,5 +391,73 @@ func TestRelevanceCutoff(t *testing.T) {
 	}
 	if _, total := searchIDs(t, ix, index.SearchRequest{Text: "hosted service"}); total != 80 {
 		t.Fatalf("common-words-only query: total %d, want 80", total)
+	}
+}
+
+// TestPrivateArrivesLater covers the public-only fast path: searches leave
+// out the private docs' exclusion while the index holds none, and must
+// restore it as soon as a private doc is put, and after reopening an index
+// that holds one.
+func TestPrivateArrivesLater(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "index")
+	ix, _, err := index.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var public, private []index.Doc
+	for _, d := range fixture() {
+		if d.Owner == "" {
+			public = append(public, d)
+		} else {
+			private = append(private, d)
+		}
+	}
+	if len(private) == 0 {
+		t.Fatal("fixture has no private doc")
+	}
+	mustPut(t, ix, public)
+	visible := func(ix *index.Index, viewer string) bool {
+		t.Helper()
+		ids, _ := searchIDs(t, ix, index.SearchRequest{Text: "weather", Viewer: viewer, Size: 50})
+		fs, err := ix.Facets(t.Context(), "", nil, viewer, []index.FacetRequest{{Field: "publisher"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inFacets := slices.ContainsFunc(fs["publisher"].Buckets, func(b index.Bucket) bool { return b.Value == private[0].Publisher })
+		inSearch := slices.Contains(ids, private[0].ID)
+		if inFacets != inSearch {
+			t.Errorf("viewer %q: private doc in search %v, in facets %v", viewer, inSearch, inFacets)
+		}
+		return inSearch
+	}
+	if visible(ix, "") {
+		t.Fatal("private doc visible before it was put")
+	}
+	mustPut(t, ix, private)
+	owner := private[0].Owner
+	for _, tc := range []struct {
+		viewer string
+		want   bool
+	}{{"", false}, {"other.example", false}, {owner, true}} {
+		if got := visible(ix, tc.viewer); got != tc.want {
+			t.Errorf("after put, viewer %q: private visible %v, want %v", tc.viewer, got, tc.want)
+		}
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix, rebuild, err := index.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if rebuild {
+		t.Fatal("reopen asked for a rebuild")
+	}
+	if visible(ix, "") {
+		t.Error("after reopen, private doc visible to an anonymous viewer")
+	}
+	if !visible(ix, owner) {
+		t.Error("after reopen, private doc hidden from its owner")
 	}
 }

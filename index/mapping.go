@@ -19,16 +19,13 @@ import (
 // schemaVersion changes whenever toDocument or the query side changes what a
 // field holds; together with the mapping JSON it forms the stored mapping
 // version, and any difference makes Open discard and rebuild the index.
-const schemaVersion = "ardx-index-2"
+const schemaVersion = "ardx-index-3"
 
 // Index field names. Filter and facet keys are the field names themselves,
 // so a key maps to a field with no translation table.
 const (
-	fieldName        = "name"        // text: URN name segment and display name
-	fieldDescription = "description" // text
-	fieldKeywords    = "keywords"    // text: tags, capabilities, publisher
-	fieldQueries     = "queries"     // text: representative queries
-	fieldText        = "text"        // text: Doc.Text
+	fieldName   = "name"   // text: URN name segment and display name
+	fieldSearch = "search" // text: every other searchable text, weighted (weight* constants)
 
 	fieldType         = "type"
 	fieldTags         = "tags"
@@ -65,19 +62,34 @@ var keywordFields = []string{
 
 // textFields lists the full-text fields and their query-time boosts (bleve
 // has no index-time boost). The name is short and chosen by the publisher,
-// so a hit there says most; representative queries and tags are curated
-// retrieval text; descriptions are long and chatty; Doc.Text (operation
-// paths, tool names) is the noisiest.
+// so a hit there says most, and it keeps a field of its own: its own term
+// statistics and length norm are what make a name hit stand out (folding
+// it into fieldSearch with a weight saturated the term frequency and cost
+// relevance). Everything else shares fieldSearch, so a query term is two
+// posting lists rather than a disjunction over five fields, which cost most
+// of a query's time.
 var textFields = []struct {
 	name  string
 	boost float64
 }{
 	{fieldName, 3.0},
-	{fieldKeywords, 1.5},
-	{fieldQueries, 1.5},
-	{fieldDescription, 1.0},
-	{fieldText, 0.7},
+	{fieldSearch, 1.0},
 }
+
+// Weights within fieldSearch. A source's weight multiplies the frequencies
+// of its terms, as BM25F does; the field length counts every token once, so
+// a long description dilutes a doc but a weighted keyword does not
+// (weighting the length too measured worse). Tags, capabilities and the
+// publisher are curated keywords and representative queries curated
+// retrieval text; descriptions are long and chatty; Doc.Text (operation
+// paths, tool names) is the noisiest and, integer weights being all there
+// is, counts like the description.
+const (
+	weightKeywords    = 2
+	weightQueries     = 2
+	weightDescription = 1
+	weightText        = 1
+)
 
 // Indexing options: text fields are indexed only (kv holds the bodies and
 // BM25 needs no term vectors); keyword fields keep doc values for facets
@@ -163,12 +175,17 @@ func sortName(d *Doc) string {
 // toDocument builds the bleve document of d.
 func (a analyzers) toDocument(d *Doc) *document.Document {
 	doc := document.NewDocument(d.ID)
-	text := func(field string, values ...string) {
-		for i, v := range values {
+	text := func(field string, weight int, values ...string) {
+		for _, v := range values {
 			if strings.TrimSpace(v) == "" {
 				continue
 			}
-			doc.AddField(document.NewTextFieldCustom(field, []uint64{uint64(i)}, []byte(v), textOptions, a.text))
+			f := document.NewTextFieldCustom(field, nil, []byte(v), textOptions, a.text)
+			if weight == 1 {
+				doc.AddField(f)
+			} else {
+				doc.AddField(&weightedText{TextField: f, weight: weight})
+			}
 		}
 	}
 	kw := func(field string, opts bleveindex.FieldIndexingOptions, values ...string) {
@@ -183,15 +200,13 @@ func (a analyzers) toDocument(d *Doc) *document.Document {
 		}
 	}
 
-	text(fieldName, d.Name, d.DisplayName)
-	text(fieldDescription, d.Description)
-	keywords := make([]string, 0, len(d.Tags)+len(d.Capabilities)+1)
-	keywords = append(keywords, d.Tags...)
-	keywords = append(keywords, d.Capabilities...)
-	keywords = append(keywords, d.Publisher)
-	text(fieldKeywords, keywords...)
-	text(fieldQueries, d.Queries...)
-	text(fieldText, d.Text...)
+	text(fieldName, 1, d.Name, d.DisplayName)
+	text(fieldSearch, weightDescription, d.Description)
+	text(fieldSearch, weightKeywords, d.Tags...)
+	text(fieldSearch, weightKeywords, d.Capabilities...)
+	text(fieldSearch, weightKeywords, d.Publisher)
+	text(fieldSearch, weightQueries, d.Queries...)
+	text(fieldSearch, weightText, d.Text...)
 
 	kw(fieldType, keywordOptions, d.Type)
 	kw(fieldTags, keywordOptions, d.Tags...)
@@ -214,4 +229,21 @@ func (a analyzers) toDocument(d *Doc) *document.Document {
 	kw(fieldCreatedAt, keywordOptions, formatTime(d.CreatedAt))
 	kw(fieldUpdatedAt, keywordOptions, formatTime(d.UpdatedAt))
 	return doc
+}
+
+// weightedText is a text field whose analysed term frequencies count weight
+// times. Scorch merges every field of one name in a document (frequencies
+// and lengths add up), so the weighted pieces of fieldSearch form one
+// posting per term and one length norm per doc.
+type weightedText struct {
+	*document.TextField
+	weight int
+}
+
+// Analyze implements index.Field: it analyses once and scales the result.
+func (w *weightedText) Analyze() {
+	w.TextField.Analyze()
+	for _, tf := range w.AnalyzedTokenFrequencies() {
+		tf.SetFrequency(tf.Frequency() * w.weight)
+	}
 }

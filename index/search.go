@@ -51,20 +51,28 @@ func (ix *Index) Search(ctx context.Context, req SearchRequest) (SearchResult, e
 		size = min(size, maxSearchWindow-from)
 	}
 
-	m, err := ix.matchQuery(ctx, req.Text, req.Filter, req.Viewer)
-	if err != nil {
-		return SearchResult{}, err
-	}
-	sr := bleve.NewSearchRequestOptions(m.q, size, min(from, maxSearchWindow), false)
-	if m.unranked {
-		// Without text every match scores the same; order by identifier
-		// so pages are stable.
-		sr.SortByCustom(search.SortOrder{&search.SortDocID{}})
-		sr.Score = bleve.ScoreNone
-	}
-	res, err := ix.bleve.SearchInContext(ctx, sr)
-	if err != nil {
-		return SearchResult{}, fmt.Errorf("index: search: %w", err)
+	var m matched
+	var res *bleve.SearchResult
+	for {
+		var err error
+		m, err = ix.matchQuery(ctx, req.Text, req.Filter, req.Viewer)
+		if err != nil {
+			return SearchResult{}, err
+		}
+		sr := bleve.NewSearchRequestOptions(m.q, size, min(from, maxSearchWindow), false)
+		if m.unranked {
+			// Without text every match scores the same; order by
+			// identifier so pages are stable.
+			sr.SortByCustom(search.SortOrder{&search.SortDocID{}})
+			sr.Score = bleve.ScoreNone
+		}
+		res, err = ix.bleve.SearchInContext(ctx, sr)
+		if err != nil {
+			return SearchResult{}, fmt.Errorf("index: search: %w", err)
+		}
+		if !ix.privateRace(m) {
+			break
+		}
 	}
 	out := SearchResult{Total: res.Total, Hits: make([]Hit, 0, len(res.Hits))}
 	if m.unranked {
@@ -97,6 +105,18 @@ func scoreOf(raw, k float64) int {
 type matched struct {
 	q        query.Query
 	unranked bool // no text: every visible doc passing the filters, unscored
+	// public is set when the query omits the private docs' exclusion
+	// because the index held none when it was built.
+	public bool
+}
+
+// privateRace reports whether a search run with m must be run again: m
+// omitted the private docs' exclusion, and a private doc arrived meanwhile.
+// Put raises anyPrivate before the doc becomes searchable, so if it is
+// still down after the search, no private doc can have been in its
+// snapshot.
+func (ix *Index) privateRace(m matched) bool {
+	return m.public && ix.anyPrivate.Load()
 }
 
 // matchQuery builds the query shared by Search and Facets: the text match
@@ -106,9 +126,15 @@ func (ix *Index) matchQuery(ctx context.Context, text string, f Filter, viewer s
 	if err != nil {
 		return matched{}, err
 	}
-	hidden := hiddenQuery(viewer)
+	// With no private doc in the index, the must-not is left out: it costs
+	// a boolean searcher around every query, a step per matching doc.
+	var hidden query.Query
+	public := !ix.anyPrivate.Load()
+	if !public {
+		hidden = hiddenQuery(viewer)
+	}
 	if strings.TrimSpace(text) == "" {
-		return matched{q: withFilters(query.NewMatchAllQuery(), hidden, filters), unranked: true}, nil
+		return matched{q: withFilters(query.NewMatchAllQuery(), hidden, filters), unranked: true, public: public}, nil
 	}
 	tq, err := ix.textQuery(ctx, text)
 	if err != nil {
@@ -119,18 +145,20 @@ func (ix *Index) matchQuery(ctx context.Context, text string, f Filter, viewer s
 		// fall back to matching everything the must-not leaves.
 		return matched{q: tq.match}, nil
 	}
-	if tq.cutoff != nil {
-		filters = append(filters, tq.cutoff)
-	}
-	return matched{q: withFilters(tq.match, hidden, filters)}, nil
+	return matched{q: withFilters(tq.match, hidden, filters), public: public}, nil
 }
 
 // withFilters attaches non-scoring filters and the hidden docs' exclusion
-// to a scored query.
+// (none when hidden is nil) to a scored query.
 func withFilters(q, hidden query.Query, filters []query.Query) query.Query {
+	if hidden == nil && len(filters) == 0 {
+		return q
+	}
 	bq := query.NewBooleanQuery(nil, nil, nil)
 	bq.Must = q // not AddMust: that wraps q in a one-child conjunction
-	bq.AddMustNot(hidden)
+	if hidden != nil {
+		bq.AddMustNot(hidden)
+	}
 	switch len(filters) {
 	case 0:
 	case 1:
@@ -141,10 +169,9 @@ func withFilters(q, hidden query.Query, filters []query.Query) query.Query {
 	return bq
 }
 
-// textMatch is the scored part of a text search.
+// textMatch is the scored part of a text search, relevance cutoff included.
 type textMatch struct {
-	match  query.Query
-	cutoff query.Query // nil when nothing is cut
+	match query.Query
 }
 
 // queryTerm is one analysed query term with the fields that hold it.
@@ -177,8 +204,8 @@ func (ix *Index) textQuery(ctx context.Context, text string) (textMatch, error) 
 	if err != nil {
 		return textMatch{}, fmt.Errorf("index: search: %w", err)
 	}
-	qts := make([]queryTerm, 0, len(terms))
 	gen := ix.gen.Load()
+	var rare, common []query.Query
 	for _, t := range terms {
 		qt, ok := ix.dfs.get(gen, t)
 		if !ok {
@@ -197,17 +224,9 @@ func (ix *Index) textQuery(ctx context.Context, text string) (textMatch, error) 
 			}
 			ix.dfs.put(gen, qt)
 		}
-		if len(qt.fields) > 0 {
-			qts = append(qts, qt)
+		if len(qt.fields) == 0 {
+			continue
 		}
-	}
-	if len(qts) == 0 {
-		return textMatch{match: query.NewMatchNoneQuery()}, nil
-	}
-
-	perTerm := make([]query.Query, len(qts))
-	var rare []query.Query
-	for i, qt := range qts {
 		leaves := make([]query.Query, 0, len(qt.fields))
 		for _, fi := range qt.fields {
 			tq := query.NewTermQuery(qt.term)
@@ -215,16 +234,29 @@ func (ix *Index) textQuery(ctx context.Context, text string) (textMatch, error) 
 			tq.SetBoost(textFields[fi].boost)
 			leaves = append(leaves, tq)
 		}
-		perTerm[i] = disjunction(leaves)
 		if docs >= cutoffMinDocs && float64(qt.maxDF) <= commonTermShare*float64(docs) {
-			rare = append(rare, perTerm[i])
+			rare = append(rare, disjunction(leaves))
+		} else {
+			common = append(common, disjunction(leaves))
 		}
 	}
-	tm := textMatch{match: disjunction(perTerm)}
-	if len(rare) > 0 && len(rare) < len(qts) {
-		tm.cutoff = disjunction(rare)
+	switch {
+	case len(rare) == 0 && len(common) == 0:
+		return textMatch{match: query.NewMatchNoneQuery()}, nil
+	case len(rare) == 0:
+		return textMatch{match: disjunction(common)}, nil
+	case len(common) == 0:
+		return textMatch{match: disjunction(rare)}, nil
 	}
-	return tm, nil
+	// The cutoff: the rare terms must match, the common ones only add to
+	// the score. The boolean searcher walks the rare terms' postings and
+	// advances the common ones to each candidate, so a doc that shares
+	// only a common word with the query is never visited, let alone
+	// scored.
+	bq := query.NewBooleanQuery(nil, nil, nil)
+	bq.Must = disjunction(rare) // not AddMust: that wraps it in a conjunction
+	bq.Should = query.NewDisjunctionQuery(common)
+	return textMatch{match: bq}, nil
 }
 
 func disjunction(qs []query.Query) query.Query {
@@ -313,10 +345,10 @@ func anyOf(field string, values []string) query.Query {
 // dfCacheSize bounds the term statistics cache.
 const dfCacheSize = 20000
 
-// dfCache remembers which text fields hold a query term and its largest
-// document frequency, for one index generation: any Put or Delete empties
-// it. Looking the statistics up costs one dictionary probe per field and
-// segment, a large share of a short query's cost, and query terms repeat.
+// dfCache remembers the document frequency of query terms for one index
+// generation: any Put or Delete empties it. Looking it up costs a
+// dictionary probe per segment, a large share of a short query's cost, and
+// query terms repeat.
 type dfCache struct {
 	mu    sync.Mutex
 	gen   uint64
