@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -37,6 +38,13 @@ type facilitatorConfig struct {
 	sanctionsList  string
 	rateLimits     []string
 	trustedProxies []string
+	probeInterval  time.Duration
+
+	echoNetwork       string
+	echoWalletKeyFile string
+	echoCapPerAddress int64
+	echoCapPerDay     int64
+	settlementPrices  []string
 }
 
 func (fc *facilitatorConfig) flags(cmd *cobra.Command) {
@@ -51,6 +59,16 @@ func (fc *facilitatorConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&fc.sanctionsList, "sanctions-list", "", "screened addresses: one per line with # comments, or a JSON array; reloaded when it changes")
 	f.StringArrayVar(&fc.rateLimits, "rate-limit", nil, "rate-limit bucket NAME=RATE:BURST (settle, payments-read, discovery), or off (repeatable)")
 	f.StringArrayVar(&fc.trustedProxies, "trusted-proxy", nil, "CIDR whose X-Forwarded-For is believed (repeatable)")
+	f.DurationVar(&fc.probeInterval, "probe-interval", 30*time.Second, "how often each network's RPC and settle path are probed for /status")
+	echoDefault := fc.echoNetwork // serve sets "dev" before calling flags
+	if echoDefault == "" {
+		echoDefault = "eip155:8453"
+	}
+	f.StringVar(&fc.echoNetwork, "echo-network", echoDefault, "network of the /echo test merchant's terms (CAIP-2 id, v1 name, or dev)")
+	f.StringVar(&fc.echoWalletKeyFile, "echo-wallet-key-file", "", "file with the hex key of the /echo wallet: payTo of its terms, sender and gas payer of its refunds (default on the dev chain: the dev merchant)")
+	f.Int64Var(&fc.echoCapPerAddress, "echo-cap-per-address", facilitator.DefaultEchoCapPerAddress, "/echo payments per payer address per UTC day")
+	f.Int64Var(&fc.echoCapPerDay, "echo-cap-per-day", facilitator.DefaultEchoCapPerDay, "/echo payments in total per UTC day")
+	f.StringArrayVar(&fc.settlementPrices, "settlement-price", nil, "price of a settlement in USD, NETWORK=USD (repeatable; mainnets default to "+facilitator.DefaultMainnetSettlementPriceUSD+", testnets and dev are free)")
 }
 
 // pairs parses NETWORK=VALUE flags into a map keyed by network.
@@ -108,6 +126,8 @@ type runningFacilitator struct {
 	dev      *evm.DevChain
 	screen   *screen.List
 	engine   *settle.Engine
+	probes   *facilitatorProbes
+	catalog  *facilitator.Catalogue
 	svc      *facilitator.Service
 	srv      *web.Server
 }
@@ -121,6 +141,13 @@ func (r *runningFacilitator) close(ctx context.Context) error {
 	}
 	if r.engine != nil {
 		errs = append(errs, r.engine.Close(ctx))
+	}
+	// Probes stop before the networks they probe close.
+	errs = append(errs, r.probes.close(ctx))
+	if r.catalog != nil {
+		// After the engine: settlements finishing during its close are
+		// still catalogued.
+		r.catalog.Close()
 	}
 	for _, n := range r.networks {
 		errs = append(errs, n.Close())
@@ -229,7 +256,21 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 			return nil, fmt.Errorf("--sanctions-list: %w", err)
 		}
 	}
-	opts := settle.Options{SettleTimeout: fc.settleTimeout, Logger: logger}
+	if fc.echoCapPerAddress < 1 || fc.echoCapPerDay < 1 {
+		return nil, errors.New("--echo-cap-per-address and --echo-cap-per-day must be at least 1")
+	}
+	prices, err := facilitator.ParseSettlementPrices(fc.settlementPrices, facts)
+	if err != nil {
+		return nil, err
+	}
+	if rf.catalog, err = facilitator.NewCatalogue(rf.db, svcLog); err != nil {
+		return nil, err
+	}
+	echo, err := c.echoConfig(ctx, fc, rf, chains, logger)
+	if err != nil {
+		return nil, err
+	}
+	opts := settle.Options{SettleTimeout: fc.settleTimeout, Logger: logger, OnSettled: rf.catalog.OnSettled}
 	if rf.screen != nil {
 		opts.Screener = rf.screen
 	}
@@ -238,6 +279,9 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 	}
 	if err := rf.engine.Reconcile(ctx); err != nil {
 		return nil, fmt.Errorf("reconcile pending settlements: %w", err)
+	}
+	if rf.probes, err = startFacilitatorProbes(ctx, rf.db, fc.probeInterval, names, rpcs, rf.dev, rf.networks, logger); err != nil {
+		return nil, err
 	}
 	ln, err := web.Listen("facilitator", fc.addr)
 	if err != nil {
@@ -255,6 +299,11 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 		RateLimitsOff:  off,
 		TrustedProxies: trusted,
 		Screening:      rf.screen,
+		Availability:   rf.probes,
+		Version:        version,
+		Echo:           echo,
+		Catalogue:      rf.catalog,
+		Prices:         prices,
 	}, rf.engine)
 	if err != nil {
 		ln.Close()
@@ -266,6 +315,58 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 		return nil, err
 	}
 	return rf, nil
+}
+
+// echoConfig resolves the /echo merchant's network and wallet. A network
+// this facilitator does not serve, or one without a wallet, is not an error:
+// /echo/status says why it is not serving and /echo answers 503.
+func (c *cli) echoConfig(ctx context.Context, fc *facilitatorConfig, rf *runningFacilitator, chains []settle.Chain, logger *slog.Logger) (*facilitator.EchoConfig, error) {
+	devID := ""
+	if rf.dev != nil {
+		devID = rf.dev.Network.ID()
+	}
+	name := facilitator.EchoNetworkName(fc.echoNetwork, devID)
+	echo := &facilitator.EchoConfig{Network: name, DB: rf.db, CapPerAddress: fc.echoCapPerAddress, CapPerDay: fc.echoCapPerDay}
+	var net *evm.Network
+	for _, ch := range chains {
+		if n, ok := ch.(*evm.Network); ok && (n.ID() == name || (n.V1Name() != "" && n.V1Name() == name)) {
+			net = n
+		}
+	}
+	if net == nil {
+		echo.NotServing = fmt.Sprintf("network %s is not served by this facilitator (add --network %s, or set --echo-network)", name, name)
+		logger.Info("/echo is not serving", "reason", echo.NotServing)
+		return echo, nil
+	}
+	echo.Chain = net
+	switch {
+	case fc.echoWalletKeyFile != "":
+		keys, err := readSignerKeys(fc.echoWalletKeyFile, func(string) string { return "" })
+		if err != nil {
+			return nil, fmt.Errorf("--echo-wallet-key-file: %w", err)
+		}
+		if len(keys) != 1 {
+			return nil, fmt.Errorf("--echo-wallet-key-file: want exactly one key, found %d", len(keys))
+		}
+		echo.WalletKey = keys[0]
+	case rf.dev != nil && net == rf.dev.Network:
+		// On the dev chain the dev merchant is the echo wallet; make sure it
+		// holds gas for the refunds.
+		echo.WalletKey = rf.dev.MerchantKey
+		bal, err := rf.dev.ETHBalance(ctx, rf.dev.Merchant)
+		if err != nil {
+			return nil, fmt.Errorf("dev chain: %w", err)
+		}
+		if floor := big.NewInt(1e17); bal.Cmp(floor) < 0 {
+			if err := rf.dev.FundETH(ctx, rf.dev.Merchant, big.NewInt(1e18)); err != nil {
+				return nil, fmt.Errorf("dev chain: fund echo wallet: %w", err)
+			}
+		}
+	default:
+		echo.NotServing = fmt.Sprintf("no --echo-wallet-key-file for network %s", name)
+		logger.Info("/echo is not serving", "reason", echo.NotServing)
+	}
+	return echo, nil
 }
 
 func (c *cli) facilitatorCmd() *cobra.Command {
@@ -317,6 +418,7 @@ func (c *cli) serveCmd() *cobra.Command {
 		},
 	}
 	rc.flags(cmd)
+	fc.echoNetwork = "dev" // under serve /echo pays on the in-process dev chain
 	fc.flags(cmd)
 	return cmd
 }

@@ -113,6 +113,23 @@ type Config struct {
 
 	// Now is the clock of the rate limiter; nil means time.Now.
 	Now func() time.Time
+
+	// Availability reports the probes' observed availability per network
+	// for /status, /status.json and the facilitator_status tool; nil shows
+	// it as withheld (no probes run).
+	Availability AvailabilitySource
+	// Version is the binary's version, reported by the MCP server and the
+	// status page; "" means "dev".
+	Version string
+
+	// Echo configures the test merchant at GET /echo; nil answers 503.
+	Echo *EchoConfig
+	// Catalogue records paid resources for /discovery/resources; nil lists
+	// nothing. New binds it to the engine.
+	Catalogue *Catalogue
+	// Prices are the settlement prices /pricing publishes; nil means the
+	// defaults of ParseSettlementPrices.
+	Prices []NetworkPrice
 }
 
 // Service is the facilitator's HTTP service. Build it with New, serve
@@ -126,6 +143,7 @@ type Service struct {
 	limiter  *web.Limiter
 	handler  http.Handler
 	closing  atomic.Bool
+	echo     *echoMerchant
 }
 
 // New builds the service around a running settlement engine. The caller
@@ -173,6 +191,10 @@ func New(cfg Config, engine *settle.Engine) (*Service, error) {
 		problems: web.Problems{BaseURL: cfg.PublicURL, Logger: logger},
 		limiter:  limiter,
 	}
+	s.echo = newEchoMerchant(cfg.Echo)
+	if cfg.Catalogue != nil {
+		cfg.Catalogue.bind(engine)
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -209,6 +231,19 @@ func (s *Service) routes() http.Handler {
 	r.Handler(http.MethodGet, "/supported", http.HandlerFunc(s.handleSupported))
 	r.Handler(http.MethodGet, "/health", http.HandlerFunc(s.handleHealth))
 	r.Handler(http.MethodHead, "/health", http.HandlerFunc(s.handleHealth))
+	r.Handler(http.MethodGet, "/echo", http.HandlerFunc(s.handleEcho))
+	r.Handler(http.MethodGet, "/echo/status", http.HandlerFunc(s.handleEchoStatus))
+	r.Handler(http.MethodGet, "/discovery/resources", http.HandlerFunc(s.handleDiscoveryResources))
+	r.Handler(http.MethodGet, "/discovery/stats", http.HandlerFunc(s.handleDiscoveryStats))
+	r.Handler(http.MethodGet, "/pricing", http.HandlerFunc(s.handlePricing))
+	r.Handler(http.MethodGet, "/pricing.md", http.HandlerFunc(s.handlePricingMarkdown))
+	r.Handler(http.MethodGet, "/.well-known/ard.json", http.HandlerFunc(s.handleARDManifest))
+	r.Handler(http.MethodGet, "/status.json", http.HandlerFunc(s.handleStatusJSON))
+	r.Handler(http.MethodGet, "/status", http.HandlerFunc(s.handleStatusPage))
+	r.Handler(http.MethodPost, "/mcp", s.mcpHandler())
+	r.Handler(http.MethodGet, "/mcp", http.HandlerFunc(s.handleMCPMethodNotAllowed))
+	r.Handler(http.MethodDelete, "/mcp", http.HandlerFunc(s.handleMCPMethodNotAllowed))
+	r.Handler(http.MethodGet, "/integrate", http.HandlerFunc(s.handleIntegrate))
 
 	return web.Chain(r,
 		web.WithRequestID,

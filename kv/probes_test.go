@@ -1,0 +1,121 @@
+package kv_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ardx-dev/ardx/kv"
+)
+
+func TestProbeCountsWindowAndLast(t *testing.T) {
+	db := mustOpenDB(t)
+	day := func(d int, h int) time.Time { return time.Date(2025, 3, d, h, 0, 0, 0, time.UTC) }
+	records := []struct {
+		target string
+		at     time.Time
+		ok     bool
+		err    string
+	}{
+		{"eip155:1/rpc", day(1, 1), true, ""},
+		{"eip155:1/rpc", day(1, 2), false, "timeout"},
+		{"eip155:1/rpc", day(2, 1), true, ""},
+		{"eip155:1/rpc", day(3, 1), true, ""},
+		{"eip155:1/rpc", day(3, 5), true, ""},
+		// A target whose name extends another must not leak into it.
+		{"eip155:1/rpc2", day(2, 1), false, "boom"},
+	}
+	for _, r := range records {
+		if _, err := db.RecordProbe(r.target, r.at, r.ok, r.err); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name         string
+		since, until time.Time
+		want         kv.ProbeCounts
+	}{
+		{"all days", day(1, 0), day(3, 0), kv.ProbeCounts{Successes: 4, Total: 5}},
+		{"from day 2", day(2, 23), day(3, 0), kv.ProbeCounts{Successes: 3, Total: 3}},
+		{"day 1 only", day(1, 0), day(1, 0), kv.ProbeCounts{Successes: 1, Total: 2}},
+		{"before any", day(1, 0).AddDate(0, -1, 0), day(1, 0).AddDate(0, 0, -1), kv.ProbeCounts{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := db.ProbeWindow("eip155:1/rpc", tc.since, tc.until)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	_, last, err := db.ProbeWindow("eip155:1/rpc", day(1, 0), day(3, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// OK since day 2 01:00: the failure on day 1 ended the previous run.
+	if !last.OK || !last.At.Equal(day(3, 5)) || !last.Since.Equal(day(2, 1)) {
+		t.Fatalf("last = %+v", last)
+	}
+	_, last, _ = db.ProbeWindow("eip155:1/rpc2", day(1, 0), day(3, 0))
+	if last.OK || last.Error != "boom" {
+		t.Fatalf("last of rpc2 = %+v", last)
+	}
+	_, last, _ = db.ProbeWindow("never", day(1, 0), day(3, 0))
+	if !last.At.IsZero() {
+		t.Fatalf("never-probed target has a last result: %+v", last)
+	}
+}
+
+func TestRecordProbeReturnsPrevious(t *testing.T) {
+	db := mustOpenDB(t)
+	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	prev, err := db.RecordProbe("x", at, true, "")
+	if err != nil || !prev.At.IsZero() {
+		t.Fatalf("first record: prev %+v err %v", prev, err)
+	}
+	prev, err = db.RecordProbe("x", at.Add(time.Minute), false, "down")
+	if err != nil || !prev.OK || !prev.At.Equal(at) {
+		t.Fatalf("second record: prev %+v err %v", prev, err)
+	}
+}
+
+func TestRecordProbeRejectsBadTargets(t *testing.T) {
+	db := mustOpenDB(t)
+	for _, target := range []string{"", "a\x00b"} {
+		if _, err := db.RecordProbe(target, time.Now(), true, ""); !errors.Is(err, kv.ErrBadProbeTarget) {
+			t.Errorf("RecordProbe(%q) err = %v, want ErrBadProbeTarget", target, err)
+		}
+	}
+}
+
+func TestPruneProbes(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	for d := range 10 {
+		if _, err := db.RecordProbe("t", base.AddDate(0, 0, d), true, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := db.PruneProbes(base.AddDate(0, 0, 7))
+	if err != nil || n != 7 {
+		t.Fatalf("pruned %d (err %v), want 7", n, err)
+	}
+	db.Close()
+	// What remains survives a reopen, and the last result is kept.
+	db, err = kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, last, err := db.ProbeWindow("t", base.AddDate(-1, 0, 0), base.AddDate(1, 0, 0))
+	if err != nil || c.Total != 3 || last.At.IsZero() {
+		t.Fatalf("after prune: %+v last %+v err %v", c, last, err)
+	}
+}
