@@ -151,10 +151,11 @@ type Network struct {
 	now        func() time.Time
 	timeout    time.Duration
 
-	health atomic.Pointer[health]
-	stop   chan struct{}
-	done   chan struct{}
-	once   sync.Once
+	health   atomic.Pointer[health]
+	feeQuote atomic.Pointer[feeQuote]
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
 }
 
 type signer struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"time"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
@@ -99,10 +100,25 @@ func (n *Network) prepareFailure(req *x402.PaymentRequest, v *x402.VerifyRespons
 	}, nil
 }
 
+// feeQuoteTTL is how long a fee quote is reused. The fee cap is twice the
+// base fee on top of the tip, and the base fee moves at most 12.5% a block,
+// so a quote a second old still gets a transaction included; reusing it
+// saves two RPCs in the serial part of every settlement.
+const feeQuoteTTL = time.Second
+
+// feeQuote is a cached answer of fees.
+type feeQuote struct {
+	tip, feeCap *big.Int
+	at          time.Time
+}
+
 // fees returns the EIP-1559 tip and fee cap: the node's suggested tip (or a
 // fallback) and twice the base fee on top, so the transaction stays
 // includable through several blocks of rising base fees.
 func (n *Network) fees(ctx context.Context) (tip, feeCap *big.Int, err error) {
+	if q := n.feeQuote.Load(); q != nil && time.Since(q.at) < feeQuoteTTL {
+		return q.tip, q.feeCap, nil
+	}
 	head, err := n.backend.HeaderByNumber(ctx, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("evm: %s: read head: %w", n.id, redact(err, n.rpcURL))
@@ -115,7 +131,9 @@ func (n *Network) fees(ctx context.Context) (tip, feeCap *big.Int, err error) {
 	if base == nil {
 		base = big.NewInt(1_000_000_000)
 	}
-	return tip, new(big.Int).Add(tip, new(big.Int).Mul(base, big.NewInt(2))), nil
+	feeCap = new(big.Int).Add(tip, new(big.Int).Mul(base, big.NewInt(2)))
+	n.feeQuote.Store(&feeQuote{tip: tip, feeCap: feeCap, at: time.Now()})
+	return tip, feeCap, nil
 }
 
 // Broadcast sends a prepared transaction. A transaction the node already
