@@ -23,25 +23,7 @@ import (
 // carrying the transport and the tool name to call.
 func toolsdkServersAndTools(tb testing.TB) (body []byte, servers, tools int) {
 	tb.Helper()
-	raw, err := os.ReadFile("../../../shared/data/toolsdk/packages-list.json")
-	if err != nil {
-		tb.Skipf("toolsdk data not available (%v); skipping", err)
-	}
-	var pkgs map[string]struct {
-		Category string `json:"category"`
-		Tools    map[string]struct {
-			Name        string `json:"name"`
-			Description string `json:"description"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(raw, &pkgs); err != nil {
-		tb.Fatal(err)
-	}
-	names := make([]string, 0, len(pkgs))
-	for name := range pkgs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names, pkgs := loadToolsdk(tb)
 	var entries []map[string]any
 	seen := map[string]bool{}
 	for _, name := range names {
@@ -89,7 +71,7 @@ func toolsdkServersAndTools(tb testing.TB) (body []byte, servers, tools int) {
 			})
 		}
 	}
-	body, err = json.Marshal(map[string]any{"entries": entries})
+	body, err := json.Marshal(map[string]any{"entries": entries})
 	if err != nil {
 		tb.Fatal(err)
 	}
