@@ -376,16 +376,13 @@ func (c *cli) facilitatorCmd() *cobra.Command {
 		Short: "Run the x402 payment facilitator alone",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := c.logger()
-			if err != nil {
-				return err
-			}
-			rf, err := c.startFacilitator(cmd.Context(), &fc, nil, logger)
-			if err != nil {
-				return interrupted(cmd.Context(), err)
-			}
-			<-cmd.Context().Done()
-			return shutdown(logger, rf.close)
+			return c.runServices(cmd.Context(), func(ctx context.Context, logger *slog.Logger) (closer, error) {
+				rf, err := c.startFacilitator(ctx, &fc, nil, logger)
+				if err != nil {
+					return nil, err
+				}
+				return rf.close, nil
+			})
 		},
 	}
 	fc.flags(cmd)
@@ -400,21 +397,24 @@ func (c *cli) serveCmd() *cobra.Command {
 		Short: "Run the registry and the facilitator on separate listeners",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := c.logger()
-			if err != nil {
-				return err
-			}
-			reg, err := c.startRegistry(cmd.Context(), &rc, logger)
-			if err != nil {
-				return interrupted(cmd.Context(), err)
-			}
-			rf, err := c.startFacilitator(cmd.Context(), &fc, reg.stores.db, logger)
-			if err != nil {
-				reg.close(context.Background())
-				return interrupted(cmd.Context(), err)
-			}
-			<-cmd.Context().Done()
-			return shutdown(logger, rf.close, reg.close)
+			var reg *runningRegistry
+			return c.runServices(cmd.Context(),
+				func(ctx context.Context, logger *slog.Logger) (closer, error) {
+					var err error
+					if reg, err = c.startRegistry(ctx, &rc, logger); err != nil {
+						return nil, err
+					}
+					return reg.close, nil
+				},
+				func(ctx context.Context, logger *slog.Logger) (closer, error) {
+					// The facilitator shares the registry's kv file: one
+					// data dir, one bbolt lock.
+					rf, err := c.startFacilitator(ctx, &fc, reg.stores.db, logger)
+					if err != nil {
+						return nil, err
+					}
+					return rf.close, nil
+				})
 		},
 	}
 	rc.flags(cmd)
@@ -466,12 +466,4 @@ func (c *cli) announceDevAccounts(d *evm.DevChain, logger *slog.Logger) error {
 		"merchant", d.Merchant.Hex(), "merchant_key", hex.EncodeToString(crypto.FromECDSA(d.MerchantKey)),
 		"signer", d.Signer.Hex())
 	return nil
-}
-
-// interrupted treats a start-up cut short by a signal as a clean stop.
-func interrupted(ctx context.Context, err error) error {
-	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
 }

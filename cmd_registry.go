@@ -243,16 +243,13 @@ func (c *cli) registryCmd() *cobra.Command {
 		Short: "Run the ARD registry (search, explore, agents) alone",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := c.logger()
-			if err != nil {
-				return err
-			}
-			reg, err := c.startRegistry(cmd.Context(), &rc, logger)
-			if err != nil {
-				return interrupted(cmd.Context(), err)
-			}
-			<-cmd.Context().Done()
-			return shutdown(logger, reg.close)
+			return c.runServices(cmd.Context(), func(ctx context.Context, logger *slog.Logger) (closer, error) {
+				reg, err := c.startRegistry(ctx, &rc, logger)
+				if err != nil {
+					return nil, err
+				}
+				return reg.close, nil
+			})
 		},
 	}
 	rc.flags(cmd)
@@ -322,21 +319,45 @@ func (c *cli) reindexCmd() *cobra.Command {
 	}
 }
 
-// shutdown runs closers with a bounded grace period after a signal.
-func shutdown(logger *slog.Logger, closers ...func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var errs []error
-	for _, close := range closers {
-		errs = append(errs, close(ctx))
-	}
-	err := errors.Join(errs...)
+// closer stops a started service within its context's deadline.
+type closer = func(context.Context) error
+
+// runServices starts each service in order, serves until ctx ends (a
+// signal), then closes them in reverse order with a bounded grace period. A
+// service that fails to start closes those started before it; a start-up
+// cut short by a signal is a clean stop.
+func (c *cli) runServices(ctx context.Context, starts ...func(context.Context, *slog.Logger) (closer, error)) error {
+	logger, err := c.logger()
 	if err != nil {
-		logger.Error("shutdown", "err", err)
-	} else {
-		logger.Info("stopped")
+		return err
 	}
-	return err
+	var closers []closer
+	for _, start := range starts {
+		cl, err := start(ctx, logger)
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				_ = closers[i](context.Background())
+			}
+			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		}
+		closers = append(closers, cl)
+	}
+	<-ctx.Done()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errs := make([]error, 0, len(closers))
+	for i := len(closers) - 1; i >= 0; i-- {
+		errs = append(errs, closers[i](shutCtx))
+	}
+	if err := errors.Join(errs...); err != nil {
+		logger.Error("shutdown", "err", err)
+		return err
+	}
+	logger.Info("stopped")
+	return nil
 }
 
 func isTerminal(w any) bool {
