@@ -126,8 +126,9 @@ func toolsdkManifest(tb testing.TB) ([]byte, int) {
 }
 
 // benchIngest measures one end-to-end ingest of a manifest file (read,
-// validate, one kv transaction, index on disk) into a fresh data dir.
-func benchIngest(b *testing.B, body []byte, want int) {
+// validate, one kv transaction, index on disk) into a fresh data dir. check,
+// when set, looks at each run's report and data dir outside the timer.
+func benchIngest(b *testing.B, body []byte, want int, check func(rep *ingest.Report, dir string)) {
 	path := filepath.Join(b.TempDir(), "ard.json")
 	if err := os.WriteFile(path, body, 0o644); err != nil {
 		b.Fatal(err)
@@ -155,6 +156,9 @@ func benchIngest(b *testing.B, body []byte, want int) {
 		}
 		ix.Close()
 		db.Close()
+		if check != nil {
+			check(rep, dir)
+		}
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(want)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
@@ -175,12 +179,12 @@ func cpuTime() time.Duration {
 
 func BenchmarkIngestGenerated(b *testing.B) {
 	const n = 5000
-	benchIngest(b, generatedManifest(b, n), n)
+	benchIngest(b, generatedManifest(b, n), n, nil)
 }
 
 func BenchmarkIngestToolsdk(b *testing.B) {
 	body, n := toolsdkManifest(b)
-	benchIngest(b, body, n)
+	benchIngest(b, body, n, nil)
 }
 
 // BenchmarkParseManifest isolates validation from storage.

@@ -3,16 +3,13 @@
 package ingest_test
 
 import (
-	"context"
 	"encoding/json"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
-	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry/ingest"
 )
@@ -84,46 +81,17 @@ func toolsdkServersAndTools(tb testing.TB) (body []byte, servers, tools int) {
 func BenchmarkIngestToolsdkServersAndTools(b *testing.B) {
 	body, servers, tools := toolsdkServersAndTools(b)
 	want := servers + tools
-	path := filepath.Join(b.TempDir(), "ard.json")
-	if err := os.WriteFile(path, body, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
 	var indexBytes, kvBytes int64
-	cpu0 := cpuTime()
-	for b.Loop() {
-		b.StopTimer()
-		dir := b.TempDir()
-		db, err := kv.Open(dir, kv.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ix, _, err := index.Open(filepath.Join(dir, "index"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		in := &ingest.Ingester{DB: db, Index: ix}
-		b.StartTimer()
-		rep, err := in.Ingest(context.Background(), path)
-		b.StopTimer()
-		if err != nil || rep.Stored() != want || rep.Rejected() != 0 {
-			b.Fatalf("stored %d of %d, rejected %d, err %v", rep.Stored(), want, rep.Rejected(), err)
-		}
+	benchIngest(b, body, want, func(rep *ingest.Report, dir string) {
 		for _, w := range rep.Sources[0].Warnings {
 			if strings.Contains(w.Message, "media type") {
 				b.Fatalf("type warning: %s", w)
 			}
 		}
-		ix.Close()
-		db.Close()
 		indexBytes, kvBytes = dirSize(b, filepath.Join(dir, "index")), dirSize(b, filepath.Join(dir, kv.FileName))
-		b.StartTimer()
-	}
+	})
 	b.ReportMetric(float64(servers), "servers")
 	b.ReportMetric(float64(tools), "tools")
-	b.ReportMetric(float64(want)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
-	b.ReportMetric(float64(want)*float64(b.N)/(cpuTime()-cpu0).Seconds(), "entries/cpu-s")
 	b.ReportMetric(float64(indexBytes)/(1<<20), "index-MiB")
 	b.ReportMetric(float64(kvBytes)/(1<<20), "kv-MiB")
 }
