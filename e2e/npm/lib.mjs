@@ -64,3 +64,29 @@ export function fail(err, extra = {}) {
   emit({ error: String(err?.stack ?? err), ...extra });
   process.exit(1);
 }
+
+/**
+ * payAndEmit GETs url through a paying fetch, times it from request to
+ * answer, decodes the settlement header (named header, decoded by decode)
+ * and emits the result with extra; any error is emitted through fail.
+ */
+export async function payAndEmit(payFetch, rec, url, header, decode, extra) {
+  try {
+    const start = performance.now();
+    const resp = await payFetch(url, { method: "GET" });
+    const body = await readBody(resp);
+    const elapsedMs = performance.now() - start;
+    const value = resp.headers.get(header);
+    emit({
+      ...extra,
+      status: resp.status,
+      body,
+      headers: headersOf(resp),
+      paymentResponse: value ? decode(value) : null,
+      exchanges: rec.exchanges,
+      elapsedMs,
+    });
+  } catch (err) {
+    fail(err, { ...extra, exchanges: rec.exchanges });
+  }
+}

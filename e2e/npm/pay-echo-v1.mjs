@@ -18,7 +18,7 @@ import { ChainIdToNetwork, EvmNetworkToChainId, NetworkSchema, SupportedEVMNetwo
 import { createWalletClient, defineChain, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
-import { emit, fail, headersOf, hexKey, readBody, recordingFetch } from "./lib.mjs";
+import { hexKey, payAndEmit, recordingFetch } from "./lib.mjs";
 
 const argv = process.argv.slice(2);
 if (argv.length < 4 || argv.length > 5) {
@@ -77,22 +77,4 @@ const wallet = createWalletClient({ account, chain, transport: http(rpc) }).exte
 const rec = recordingFetch();
 const payFetch = wrapFetchWithPayment(rec.fetch, wallet, maxValue);
 
-try {
-  const start = performance.now();
-  const resp = await payFetch(url, { method: "GET" });
-  const body = await readBody(resp);
-  const elapsedMs = performance.now() - start;
-  const header = resp.headers.get("X-PAYMENT-RESPONSE");
-  emit({
-    payer: account.address,
-    networkShim: shim,
-    status: resp.status,
-    body,
-    headers: headersOf(resp),
-    paymentResponse: header ? decodeXPaymentResponse(header) : null,
-    exchanges: rec.exchanges,
-    elapsedMs,
-  });
-} catch (err) {
-  fail(err, { payer: account.address, networkShim: shim, exchanges: rec.exchanges });
-}
+await payAndEmit(payFetch, rec, url, "X-PAYMENT-RESPONSE", decodeXPaymentResponse, { payer: account.address, networkShim: shim });

@@ -14,7 +14,7 @@ import { toClientEvmSigner } from "@x402/evm";
 import { createPublicClient, defineChain, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
-import { emit, fail, headersOf, hexKey, readBody, recordingFetch } from "./lib.mjs";
+import { hexKey, payAndEmit, recordingFetch } from "./lib.mjs";
 
 const argv = process.argv.slice(2);
 if (argv.length < 4 || argv.length > 5) {
@@ -53,21 +53,4 @@ const client = new x402Client()
 const rec = recordingFetch();
 const payFetch = wrapFetchWithPayment(rec.fetch, client);
 
-try {
-  const start = performance.now();
-  const resp = await payFetch(url, { method: "GET" });
-  const body = await readBody(resp);
-  const elapsedMs = performance.now() - start;
-  const header = resp.headers.get("PAYMENT-RESPONSE");
-  emit({
-    payer: account.address,
-    status: resp.status,
-    body,
-    headers: headersOf(resp),
-    paymentResponse: header ? decodePaymentResponseHeader(header) : null,
-    exchanges: rec.exchanges,
-    elapsedMs,
-  });
-} catch (err) {
-  fail(err, { payer: account.address, exchanges: rec.exchanges });
-}
+await payAndEmit(payFetch, rec, url, "PAYMENT-RESPONSE", decodePaymentResponseHeader, { payer: account.address });
