@@ -24,7 +24,28 @@ import (
 // The search benchmark's corpus: the toolsdk MCP package list (outside the
 // repository, see /work/shared/data/README.md) mapped to ARD entries and
 // perturbed up to the wanted size. Built once per size per process.
-const toolsdkCorpus = "../../shared/data/toolsdk/packages-list.json"
+const toolsdkCorpus = "toolsdk/packages-list.json"
+
+// loadToolsdk reads the toolsdk package list from the shared data dir and
+// returns its package names in order; it skips when the data is absent.
+func loadToolsdk(tb testing.TB) ([]string, map[string]toolsdkPackage) {
+	tb.Helper()
+	path := filepath.Join(sharedData(tb), toolsdkCorpus)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Skipf("benchmark corpus %s absent (%v); it lives outside the repository", path, err)
+	}
+	var pkgs map[string]toolsdkPackage
+	if err := json.Unmarshal(raw, &pkgs); err != nil {
+		tb.Fatal(err)
+	}
+	names := make([]string, 0, len(pkgs))
+	for name := range pkgs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names, pkgs
+}
 
 type benchCorpus struct {
 	dir     string
@@ -77,19 +98,7 @@ func loadBenchCorpus(b *testing.B, n int) *benchCorpus {
 	if c := benchCorpora[n]; c != nil {
 		return c
 	}
-	raw, err := os.ReadFile(toolsdkCorpus)
-	if err != nil {
-		b.Skipf("benchmark corpus %s absent (%v); it lives outside the repository", toolsdkCorpus, err)
-	}
-	var pkgs map[string]toolsdkPackage
-	if err := json.Unmarshal(raw, &pkgs); err != nil {
-		b.Fatal(err)
-	}
-	names := make([]string, 0, len(pkgs))
-	for name := range pkgs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names, pkgs := loadToolsdk(b)
 
 	type base struct {
 		name, publisher, display, desc, category string

@@ -5,9 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -21,19 +19,7 @@ import (
 // and reports latency percentiles. Queries are the first words of tool
 // descriptions, so most have matches.
 func BenchmarkToolsQuery(b *testing.B) {
-	raw, err := os.ReadFile(toolsdkCorpus)
-	if err != nil {
-		b.Skipf("benchmark corpus %s absent (%v); it lives outside the repository", toolsdkCorpus, err)
-	}
-	var pkgs map[string]toolsdkPackage
-	if err := json.Unmarshal(raw, &pkgs); err != nil {
-		b.Fatal(err)
-	}
-	names := make([]string, 0, len(pkgs))
-	for n := range pkgs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names, pkgs := loadToolsdk(b)
 	var bodies, queries []string
 	for _, name := range names {
 		p := pkgs[name]
