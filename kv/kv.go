@@ -26,8 +26,9 @@ const FileName = "ardx.db"
 
 // DB is the bbolt-backed store. It is safe for concurrent use.
 type DB struct {
-	bolt *bolt.DB
-	path string
+	bolt   *bolt.DB
+	path   string
+	writes groupCommit // settlement writes share fsyncs
 }
 
 // Options tune Open.
@@ -54,9 +55,6 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kv: open %s: %w", path, err)
 	}
-	// The batch timer defaults to 10 ms, slower than a plain fsynced Update
-	// with few writers; writers that want grouping queue themselves instead.
-	b.MaxBatchDelay = 2 * time.Millisecond
 	err = b.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {

@@ -113,42 +113,61 @@ func (db *DB) Settlement(bodyKey string) (Settlement, error) {
 // the body already has a final outcome. Re-recording a pending body replaces
 // its intent.
 func (db *DB) RecordSettlementIntent(s Settlement) error {
-	if s.Intent == nil || s.Intent.AuthorizationID == "" {
-		return errors.New("kv: settlement intent without authorization id")
-	}
-	if s.BodyKey == "" {
-		return errors.New("kv: settlement without body key")
-	}
-	s.State = SettlementPending
-	s.Outcome, s.Response, s.FinishedAt = "", nil, time.Time{}
-	return db.bolt.Update(func(tx *bolt.Tx) error {
-		auths := tx.Bucket(bucketSettleAuthorities)
-		if owner := auths.Get([]byte(s.Intent.AuthorizationID)); owner != nil && string(owner) != s.BodyKey {
-			return &AuthorizationClaimedError{AuthorizationID: s.Intent.AuthorizationID, Owner: string(owner)}
+	return db.RecordSettlementIntents([]Settlement{s})
+}
+
+// RecordSettlementIntents records several intents as RecordSettlementIntent
+// does, all or none, in one fsynced commit: a settlement worker records a
+// run of prepared transactions before broadcasting them in nonce order.
+func (db *DB) RecordSettlementIntents(recs []Settlement) error {
+	for i := range recs {
+		s := &recs[i]
+		if s.Intent == nil || s.Intent.AuthorizationID == "" {
+			return errors.New("kv: settlement intent without authorization id")
 		}
-		old, err := getSettlement(tx, s.BodyKey)
-		switch {
-		case err == nil && old.State.Final():
-			return ErrSettlementFinal
-		case err == nil:
-			s.CreatedAt = old.CreatedAt
-			// A replaced intent must not leave its old authorization claimed.
-			if old.Intent != nil && old.Intent.AuthorizationID != s.Intent.AuthorizationID {
-				if err := auths.Delete([]byte(old.Intent.AuthorizationID)); err != nil {
-					return err
-				}
+		if s.BodyKey == "" {
+			return errors.New("kv: settlement without body key")
+		}
+		s.State = SettlementPending
+		s.Outcome, s.Response, s.FinishedAt = "", nil, time.Time{}
+	}
+	return db.group(func(tx *bolt.Tx) error {
+		for _, s := range recs {
+			if err := putIntent(tx, s); err != nil {
+				return err
 			}
-		case !errors.Is(err, ErrNotFound):
-			return err
 		}
-		if err := auths.Put([]byte(s.Intent.AuthorizationID), []byte(s.BodyKey)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketSettlePending).Put([]byte(s.BodyKey), nil); err != nil {
-			return err
-		}
-		return putSettlement(tx, s)
+		return nil
 	})
+}
+
+func putIntent(tx *bolt.Tx, s Settlement) error {
+	auths := tx.Bucket(bucketSettleAuthorities)
+	if owner := auths.Get([]byte(s.Intent.AuthorizationID)); owner != nil && string(owner) != s.BodyKey {
+		return &AuthorizationClaimedError{AuthorizationID: s.Intent.AuthorizationID, Owner: string(owner)}
+	}
+	old, err := getSettlement(tx, s.BodyKey)
+	switch {
+	case err == nil && old.State.Final():
+		return ErrSettlementFinal
+	case err == nil:
+		s.CreatedAt = old.CreatedAt
+		// A replaced intent must not leave its old authorization claimed.
+		if old.Intent != nil && old.Intent.AuthorizationID != s.Intent.AuthorizationID {
+			if err := auths.Delete([]byte(old.Intent.AuthorizationID)); err != nil {
+				return err
+			}
+		}
+	case !errors.Is(err, ErrNotFound):
+		return err
+	}
+	if err := auths.Put([]byte(s.Intent.AuthorizationID), []byte(s.BodyKey)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketSettlePending).Put([]byte(s.BodyKey), nil); err != nil {
+		return err
+	}
+	return putSettlement(tx, s)
 }
 
 // FinishSettlement records s's final outcome (s.State succeeded or failed,
@@ -167,8 +186,8 @@ func (db *DB) FinishSettlement(s Settlement, releaseAuthorization bool) (Settlem
 	}
 	var stored Settlement
 	var already bool
-	err := db.bolt.Batch(func(tx *bolt.Tx) error {
-		// Batch may run this function again; everything below is recomputed
+	err := db.group(func(tx *bolt.Tx) error {
+		// group may run this function again; everything below is recomputed
 		// from the transaction's view, so a retry writes the same result.
 		stored, already = s, false
 		old, err := getSettlement(tx, s.BodyKey)
@@ -283,7 +302,7 @@ func (db *DB) BindIdempotencyKey(key, bodyKey string, now time.Time, ttl time.Du
 	if err != nil || bound != "" {
 		return bound, err
 	}
-	err = db.bolt.Batch(func(tx *bolt.Tx) error {
+	err = db.group(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSettleIdemKeys)
 		if v := b.Get([]byte(key)); v != nil {
 			var r idemRecord

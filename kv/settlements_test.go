@@ -305,3 +305,74 @@ func TestFinishSettlementConcurrentCountsOnce(t *testing.T) {
 		t.Fatalf("wins = %d, counts = %v", wins, counts)
 	}
 }
+
+func TestRecordSettlementIntentsAllOrNone(t *testing.T) {
+	db := mustOpenDB(t)
+	if err := db.RecordSettlementIntent(pendingSettlement("owner", "auth-taken", 1)); err != nil {
+		t.Fatal(err)
+	}
+	run := []kv.Settlement{
+		pendingSettlement("body-a", "auth-a", 2),
+		pendingSettlement("body-b", "auth-taken", 3), // claimed by "owner"
+	}
+	var claimed *kv.AuthorizationClaimedError
+	if err := db.RecordSettlementIntents(run); !errors.As(err, &claimed) || claimed.Owner != "owner" {
+		t.Fatalf("RecordSettlementIntents = %v, want the claim by owner", err)
+	}
+	if _, err := db.Settlement("body-a"); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("body-a recorded although its run failed: %v", err)
+	}
+	if _, err := db.AuthorizationOwner("auth-a"); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("auth-a claimed although its run failed: %v", err)
+	}
+
+	run[1] = pendingSettlement("body-b", "auth-b", 3)
+	if err := db.RecordSettlementIntents(run); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := db.PendingSettlements()
+	if err != nil || len(pending) != 3 {
+		t.Fatalf("pending = %d, %v; want owner, body-a and body-b", len(pending), err)
+	}
+}
+
+// Concurrent writers share commits; a writer whose function fails must get
+// its own error without taking the others' writes down with it.
+func TestGroupedWritesKeepTheirOwnOutcomes(t *testing.T) {
+	db := mustOpenDB(t)
+	if err := db.RecordSettlementIntent(pendingSettlement("owner", "auth-taken", 0)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 64
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			auth := fmt.Sprintf("auth-%d", i)
+			if i%8 == 0 {
+				auth = "auth-taken"
+			}
+			s := pendingSettlement(fmt.Sprintf("body-%d", i), auth, uint64(i+1))
+			if errs[i] = db.RecordSettlementIntent(s); errs[i] == nil {
+				_, errs[i] = db.FinishSettlement(finished(s, kv.SettlementSucceeded, "succeeded"), false)
+			}
+		})
+	}
+	wg.Wait()
+	succeeded := 0
+	for i, err := range errs {
+		var claimed *kv.AuthorizationClaimedError
+		switch {
+		case i%8 == 0 && !errors.As(err, &claimed):
+			t.Errorf("writer %d: err = %v, want the authorization claimed", i, err)
+		case i%8 != 0 && err != nil:
+			t.Errorf("writer %d: %v", i, err)
+		case err == nil:
+			succeeded++
+		}
+	}
+	counts, err := db.SettlementCounts()
+	if err != nil || len(counts) != 1 || counts[0].Count != int64(succeeded) || succeeded != n-n/8 {
+		t.Fatalf("counts = %v (%v), succeeded = %d", counts, err, succeeded)
+	}
+}

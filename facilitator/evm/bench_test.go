@@ -81,7 +81,7 @@ func BenchmarkSettle(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		req := decode(b, bodies[i])
-		tx, fail, err := d.Network.Prepare(ctx, req)
+		tx, fail, err := prepare(ctx, d.Network, req)
 		if err != nil || fail != nil {
 			b.Fatal(err, fail)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 
 	"github.com/ardx-dev/ardx/facilitator/evm"
+	"github.com/ardx-dev/ardx/facilitator/settle"
 	"github.com/ardx-dev/ardx/facilitator/x402"
 )
 
@@ -120,3 +121,13 @@ func bigp(n int64) *big.Int { return big.NewInt(n) }
 func now() int64 { return time.Now().Unix() }
 
 func hexDecode(s string) ([]byte, error) { return hexutil.Decode(s) }
+
+// prepare simulates and signs as the settlement worker does.
+func prepare(ctx context.Context, n *evm.Network, req *x402.PaymentRequest) (*settle.Tx, *x402.SettleResponse, error) {
+	t, fail, err := n.Simulate(ctx, req)
+	if err != nil || fail != nil {
+		return nil, fail, err
+	}
+	tx, err := n.Sign(ctx, t)
+	return tx, nil, err
+}

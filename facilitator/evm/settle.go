@@ -32,21 +32,18 @@ func (n *Network) AuthorizationID(req *x402.PaymentRequest) string {
 	return strings.ToLower(fmt.Sprintf("%s:%s:%s:%s", n.chainID, req.Requirements.Asset, req.Authorization.From, req.Authorization.Nonce))
 }
 
-// Prepare re-checks the payment, simulates the transfer once more (as the
-// gas estimate, from the signer that will send it) and, if it would
-// succeed, builds and signs the transferWithAuthorization transaction with
-// EIP-1559 fees and that signer's next local nonce. It broadcasts nothing,
-// so a payment that would fail costs no gas.
-func (n *Network) Prepare(ctx context.Context, req *x402.PaymentRequest) (*settle.Tx, *x402.SettleResponse, error) {
+// Simulate re-checks the payment and simulates the transfer once more, as
+// the gas estimate from the signer side, so a payment that would fail costs
+// no gas. It takes no nonce.
+func (n *Network) Simulate(ctx context.Context, req *x402.PaymentRequest) (*settle.Transfer, *x402.SettleResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
 	c, fail := n.check(ctx, req)
 	if fail != nil {
 		return n.prepareFailure(req, fail)
 	}
-	s := n.signers[int(n.next.Add(1)-1)%len(n.signers)]
 	data := transferCalldata(c)
-	gas, err := n.backend.EstimateGas(ctx, ethereum.CallMsg{From: s.addr, To: &n.asset, Data: data})
+	gas, err := n.backend.EstimateGas(ctx, ethereum.CallMsg{From: n.signers[0].addr, To: &n.asset, Data: data})
 	if err != nil {
 		if isRevert(err) {
 			return n.prepareFailure(req, n.diagnose(ctx, req, c, revertReason(err)))
@@ -60,37 +57,46 @@ func (n *Network) Prepare(ctx context.Context, req *x402.PaymentRequest) (*settl
 	// A margin over the estimate: state may shift between estimate and
 	// inclusion (another transfer warming or cooling the same slots).
 	gas = min(gas+gas/5+5_000, maxTransferGas)
+	return &settle.Transfer{Data: data, Gas: gas, SimulatedAt: time.Now()}, nil, nil
+}
+
+// Sign builds and signs the transferWithAuthorization transaction of a
+// simulated transfer with EIP-1559 fees and the next local nonce of the
+// next signer in turn. It broadcasts nothing.
+func (n *Network) Sign(ctx context.Context, t *settle.Transfer) (*settle.Tx, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
 	tip, feeCap, err := n.fees(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-
+	s := n.signers[int(n.next.Add(1)-1)%len(n.signers)]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.nonceKnown {
 		nonce, err := n.backend.PendingNonceAt(ctx, s.addr)
 		if err != nil {
-			return nil, nil, fmt.Errorf("evm: %s: read signer nonce: %w", n.id, redact(err, n.rpcURL))
+			return nil, fmt.Errorf("evm: %s: read signer nonce: %w", n.id, redact(err, n.rpcURL))
 		}
 		s.nonce, s.nonceKnown = nonce, true
 	}
 	tx, err := types.SignNewTx(s.key, types.LatestSignerForChainID(n.chainID), &types.DynamicFeeTx{
-		ChainID: n.chainID, Nonce: s.nonce, GasTipCap: tip, GasFeeCap: feeCap, Gas: gas, To: &n.asset, Data: data,
+		ChainID: n.chainID, Nonce: s.nonce, GasTipCap: tip, GasFeeCap: feeCap, Gas: t.Gas, To: &n.asset, Data: t.Data,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("evm: %s: sign transaction: %w", n.id, err)
+		return nil, fmt.Errorf("evm: %s: sign transaction: %w", n.id, err)
 	}
 	raw, err := tx.MarshalBinary()
 	if err != nil {
-		return nil, nil, fmt.Errorf("evm: %s: encode transaction: %w", n.id, err)
+		return nil, fmt.Errorf("evm: %s: encode transaction: %w", n.id, err)
 	}
 	s.nonce++
-	return &settle.Tx{Signer: s.addr.Hex(), Nonce: tx.Nonce(), Hash: tx.Hash().Hex(), Raw: raw}, nil, nil
+	return &settle.Tx{Signer: s.addr.Hex(), Nonce: tx.Nonce(), Hash: tx.Hash().Hex(), Raw: raw}, nil
 }
 
-// prepareFailure turns a verify failure into Prepare's answer: the payer's
+// prepareFailure turns a verify failure into Simulate's answer: the payer's
 // faults become a failed settle response, the RPC's become an error.
-func (n *Network) prepareFailure(req *x402.PaymentRequest, v *x402.VerifyResponse) (*settle.Tx, *x402.SettleResponse, error) {
+func (n *Network) prepareFailure(req *x402.PaymentRequest, v *x402.VerifyResponse) (*settle.Transfer, *x402.SettleResponse, error) {
 	if v.InvalidReason == x402.ReasonServiceUnavailable {
 		return nil, nil, fmt.Errorf("evm: %s: %s", n.id, v.InvalidMessage)
 	}

@@ -29,7 +29,7 @@ func TestSettleMovesExactlyTheAmountOnce(t *testing.T) {
 			if used, err := d.Network.AuthorizationUsed(ctx, req); err != nil || used {
 				t.Fatalf("AuthorizationUsed before = %v, %v", used, err)
 			}
-			tx, fail, err := d.Network.Prepare(ctx, req)
+			tx, fail, err := prepare(ctx, d.Network, req)
 			if err != nil || fail != nil {
 				t.Fatalf("Prepare: %v %+v", err, fail)
 			}
@@ -69,7 +69,7 @@ func TestSettleMovesExactlyTheAmountOnce(t *testing.T) {
 				t.Fatalf("AuthorizationUsed after = %v, %v", used, err)
 			}
 			// The same authorization again fails before any gas is spent.
-			tx2, fail, err := d.Network.Prepare(ctx, req)
+			tx2, fail, err := prepare(ctx, d.Network, req)
 			if err != nil || tx2 != nil || fail == nil || fail.ErrorReason != x402.ReasonNonceAlreadyUsed {
 				t.Fatalf("second Prepare = %+v %+v %v", tx2, fail, err)
 			}
@@ -77,7 +77,7 @@ func TestSettleMovesExactlyTheAmountOnce(t *testing.T) {
 	}
 }
 
-func TestPrepareFailsCleanlyWhenPayerEmptiedAfterVerify(t *testing.T) {
+func TestSimulateFailsCleanlyWhenPayerEmptiedAfterVerify(t *testing.T) {
 	ctx := context.Background()
 	d := mustDevChain(t)
 	req := decode(t, signedBody(t, d, 2, evm.PayOptions{}))
@@ -89,7 +89,7 @@ func TestPrepareFailsCleanlyWhenPayerEmptiedAfterVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	gasBefore, _ := d.ETHBalance(ctx, d.Signer)
-	tx, fail, err := d.Network.Prepare(ctx, req)
+	tx, fail, err := prepare(ctx, d.Network, req)
 	if err != nil || tx != nil || fail == nil {
 		t.Fatalf("Prepare = %+v %+v %v", tx, fail, err)
 	}
@@ -107,11 +107,11 @@ func TestNonceResyncAfterUnbroadcastTransaction(t *testing.T) {
 	ctx := context.Background()
 	d := mustDevChain(t)
 	// Prepared but never broadcast (a failed send): the local nonce ran ahead.
-	lost, fail, err := d.Network.Prepare(ctx, decode(t, signedBody(t, d, 2, evm.PayOptions{})))
+	lost, fail, err := prepare(ctx, d.Network, decode(t, signedBody(t, d, 2, evm.PayOptions{})))
 	if err != nil || fail != nil {
 		t.Fatal(err, fail)
 	}
-	tx, _, err := d.Network.Prepare(ctx, decode(t, signedBody(t, d, 2, evm.PayOptions{})))
+	tx, _, err := prepare(ctx, d.Network, decode(t, signedBody(t, d, 2, evm.PayOptions{})))
 	if err != nil || tx.Nonce != lost.Nonce+1 {
 		t.Fatalf("second nonce %d after %d (%v)", tx.Nonce, lost.Nonce, err)
 	}
@@ -124,7 +124,7 @@ func TestNonceResyncAfterUnbroadcastTransaction(t *testing.T) {
 	if err := d.Network.ResyncNonce(ctx, strings.ToLower(tx.Signer)); err != nil {
 		t.Fatal(err)
 	}
-	again, _, err := d.Network.Prepare(ctx, decode(t, signedBody(t, d, 2, evm.PayOptions{})))
+	again, _, err := prepare(ctx, d.Network, decode(t, signedBody(t, d, 2, evm.PayOptions{})))
 	if err != nil || again.Nonce != lost.Nonce {
 		t.Fatalf("after resync nonce = %d, want %d (%v)", again.Nonce, lost.Nonce, err)
 	}
@@ -158,7 +158,7 @@ func TestSignersRotateAndAvailability(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for range 4 {
-		tx, fail, err := n.Prepare(ctx, decode(t, signedBody(t, d, 2, evm.PayOptions{})))
+		tx, fail, err := prepare(ctx, n, decode(t, signedBody(t, d, 2, evm.PayOptions{})))
 		if err != nil || fail != nil {
 			t.Fatal(err, fail)
 		}

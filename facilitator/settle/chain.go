@@ -6,18 +6,28 @@
 // restarts.
 //
 // The order of work for a new body is fixed: screening (no chain call at
-// all), network routing, Chain.Verify, then, on the network's single worker,
-// Chain.Prepare (which simulates the transfer again and signs with the next
-// signer nonce), a fsynced intent record in kv, Chain.Broadcast, and in the
-// background a receipt wait that records the final outcome. Reconcile
-// resolves intents a previous process left pending.
+// all), network routing, Chain.Verify, Chain.Simulate (the transfer
+// simulated again, as the gas estimate), then, on the network's single
+// worker, Chain.Sign with the next signer nonce, a fsynced intent record in
+// kv, Chain.Broadcast, and in the background a receipt wait that records the
+// final outcome. The worker takes every payment that is ready when it is
+// free as one run: one commit for their intents, then broadcasts in nonce
+// order. Reconcile resolves intents a previous process left pending.
 package settle
 
 import (
 	"context"
+	"time"
 
 	"github.com/ardx-dev/ardx/facilitator/x402"
 )
+
+// Transfer is a payment's transfer call, simulated and not yet signed.
+type Transfer struct {
+	Data        []byte    // calldata of the transfer
+	Gas         uint64    // gas limit to sign with
+	SimulatedAt time.Time // when the simulation that allowed it ran
+}
 
 // Tx is a signed transferWithAuthorization transaction ready to broadcast.
 type Tx struct {
@@ -43,12 +53,16 @@ type Chain interface {
 	// AuthorizationID identifies the signed authorization: lower-case
 	// "<chainId>:<asset>:<from>:<nonce>".
 	AuthorizationID(req *x402.PaymentRequest) string
-	// Prepare simulates the transfer once more and, if it would succeed,
-	// builds and signs the transferWithAuthorization transaction with the next
-	// locally managed nonce of one of its signers. It does not broadcast. A
-	// payment that would fail returns fail != nil (the invalid_* or
-	// transaction_failed response, Transaction "") and tx == nil.
-	Prepare(ctx context.Context, req *x402.PaymentRequest) (tx *Tx, fail *x402.SettleResponse, err error)
+	// Simulate checks the payment once more and simulates its transfer as
+	// the signer will send it (the gas estimate). A payment that would fail
+	// returns fail != nil (the invalid_* or transaction_failed response,
+	// Transaction "") and no transfer. It takes no nonce and signs nothing,
+	// so it runs concurrently, outside the network's serial section.
+	Simulate(ctx context.Context, req *x402.PaymentRequest) (t *Transfer, fail *x402.SettleResponse, err error)
+	// Sign builds and signs the transaction for a simulated transfer with the
+	// next locally managed nonce of one of the network's signers. It does not
+	// broadcast; on error no nonce is taken.
+	Sign(ctx context.Context, t *Transfer) (*Tx, error)
 	// Broadcast sends a prepared transaction; a transaction the node already
 	// knows is not an error.
 	Broadcast(ctx context.Context, tx *Tx) error

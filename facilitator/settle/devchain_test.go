@@ -100,9 +100,13 @@ func (h *hookChain) AuthorizationID(req *x402.PaymentRequest) string {
 	h.calls.Add(1)
 	return h.Chain.AuthorizationID(req)
 }
-func (h *hookChain) Prepare(ctx context.Context, req *x402.PaymentRequest) (*settle.Tx, *x402.SettleResponse, error) {
+func (h *hookChain) Simulate(ctx context.Context, req *x402.PaymentRequest) (*settle.Transfer, *x402.SettleResponse, error) {
 	h.calls.Add(1)
-	return h.Chain.Prepare(ctx, req)
+	return h.Chain.Simulate(ctx, req)
+}
+func (h *hookChain) Sign(ctx context.Context, t *settle.Transfer) (*settle.Tx, error) {
+	h.calls.Add(1)
+	return h.Chain.Sign(ctx, t)
 }
 func (h *hookChain) Broadcast(ctx context.Context, tx *settle.Tx) error {
 	h.calls.Add(1)

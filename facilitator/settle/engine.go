@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gowebpki/jcs"
@@ -42,6 +43,7 @@ const (
 	// chainCallTimeout bounds each Verify, Prepare, Broadcast or lookup so a
 	// hung RPC cannot stall a network's worker forever.
 	chainCallTimeout = 30 * time.Second
+	minReceiptPoll   = time.Millisecond
 	maxReceiptPoll   = time.Second
 	queueSize        = 4096
 )
@@ -67,8 +69,8 @@ type Options struct {
 	// receipt; after it the settlement stays pending until a later identical
 	// request or Reconcile finds the receipt. Default 10 min.
 	ReceiptTimeout time.Duration
-	// ReceiptPoll is the first interval between receipt polls; it doubles up
-	// to 1 s. Default 20 ms.
+	// ReceiptPoll is the time from broadcast to receipt assumed until one is
+	// observed on the network; receipt polls are paced by it. Default 20 ms.
 	ReceiptPoll time.Duration
 	// IdempotencyKeyTTL is how long an Idempotency-Key stays bound to its
 	// first body (the Stripe convention). Default 24 h.
@@ -103,6 +105,33 @@ type network struct {
 	chain Chain
 	id    string
 	queue chan *job
+	// inclusion is a moving average of the time from broadcast to receipt
+	// (nanoseconds; 0 until one is observed), which paces receipt polls.
+	inclusion atomic.Int64
+}
+
+// inclusionTime returns the usual time from broadcast to receipt, or
+// assumed while none has been observed.
+func (n *network) inclusionTime(assumed time.Duration) time.Duration {
+	if v := n.inclusion.Load(); v > 0 {
+		return time.Duration(v)
+	}
+	return assumed
+}
+
+// observeInclusion adds one broadcast-to-receipt time to the average (an
+// eighth of its weight to the newest).
+func (n *network) observeInclusion(d time.Duration) {
+	for {
+		old := n.inclusion.Load()
+		next := int64(d)
+		if old > 0 {
+			next = old - old/8 + int64(d)/8
+		}
+		if n.inclusion.CompareAndSwap(old, next) {
+			return
+		}
+	}
 }
 
 // NewEngine returns an engine settling on chains, recording in db. It starts
@@ -325,22 +354,44 @@ func (e *Engine) settleNew(f *flight, req *x402.PaymentRequest, body []byte) {
 		e.fail(f, n.id, x402.ReasonServiceUnavailable, unavailableMessage(n.id, why), nil, false)
 		return
 	}
-	j := &job{f: f, req: req, body: body, verified: make(chan struct{})}
+	j := &job{f: f, req: req, body: body, ready: make(chan struct{})}
 	// Enqueue before verifying: the queue keeps arrival order while the
-	// verifications of queued payments overlap.
+	// verifications and simulations of queued payments overlap.
 	if !e.enqueue(n, j) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, chainCallTimeout)
-	v := n.chain.Verify(ctx, req)
-	cancel()
-	if !v.IsValid {
+	defer cancel()
+	if v := n.chain.Verify(ctx, req); !v.IsValid {
 		j.skip = true
-		close(j.verified)
+		close(j.ready)
 		e.fail(f, n.id, v.InvalidReason, v.InvalidMessage, nil, false)
 		return
 	}
-	close(j.verified)
+	j.transfer = e.simulate(ctx, n, j)
+	j.skip = j.transfer == nil
+	close(j.ready)
+}
+
+// simulate runs Chain.Simulate for j; on a failure it records the outcome
+// (or leaves the flight pending when the engine is closing) and returns nil.
+func (e *Engine) simulate(ctx context.Context, n *network, j *job) *Transfer {
+	t, fail, err := n.chain.Simulate(ctx, j.req)
+	switch {
+	case err != nil && e.ctx.Err() != nil:
+		e.finishPending(j.f)
+	case err != nil:
+		e.log.Error("simulate settlement", "network", n.id, "body", j.f.key, "err", err)
+		e.fail(j.f, n.id, x402.ReasonServiceUnavailable, "could not prepare the transfer: "+shortErr(err), nil, false)
+	case fail != nil:
+		e.failWith(j.f, n.id, *fail)
+	case t == nil:
+		e.log.Error("simulate returned neither a transfer nor a failure", "network", n.id, "body", j.f.key)
+		e.fail(j.f, n.id, x402.ReasonTransactionFailed, "the facilitator could not build the transaction", nil, false)
+	default:
+		return t
+	}
+	return nil
 }
 
 // enqueue hands j to n's worker; false when the engine is shutting down (the

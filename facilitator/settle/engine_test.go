@@ -486,3 +486,101 @@ func waitFor(tb testing.TB, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// settleAll settles bodies concurrently and returns the answers in order.
+func settleAll(t *testing.T, e *settle.Engine, bodies [][]byte) []x402.SettleResponse {
+	t.Helper()
+	out := make([]x402.SettleResponse, len(bodies))
+	var wg sync.WaitGroup
+	for i, b := range bodies {
+		wg.Go(func() { out[i], _ = mustSettle(t, e, b, "") })
+	}
+	wg.Wait()
+	return out
+}
+
+// The worker signs every payment that is ready when it is free as one run:
+// one intent commit, broadcasts in nonce order. A payment the node refuses
+// in the middle of a run fails alone, nothing charged; the payments behind
+// it are signed again, so no nonce gap strands them.
+func TestSettleRunWithARefusedTransaction(t *testing.T) {
+	const n = 12
+	c := newFakeChain()
+	c.fund(payerA, 1_000_000)
+	var bodies [][]byte
+	for i := range n {
+		bodies = append(bodies, newPayment(byte(100+i)).body(t))
+	}
+	// Hold the first broadcast until every payment is simulated, so the
+	// rest reach the worker together, as one run.
+	c.beforeBroadcast = func() {
+		for deadline := time.Now().Add(5 * time.Second); c.simulated() < n && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	refused := ""
+	var mu sync.Mutex
+	c.refuse = func(authID string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if refused == "" && c.broadcasts >= 4 {
+			refused = authID
+		}
+		if authID == refused {
+			return errors.New("txpool is full")
+		}
+		return nil
+	}
+	e, _ := newTestEngine(t, "", settle.Options{}, c)
+	answers := settleAll(t, e, bodies)
+
+	failed := 0
+	for i, a := range answers {
+		switch {
+		case a.Success:
+		case a.ErrorReason == x402.ReasonTransactionFailed && a.Transaction == "":
+			failed++
+		default:
+			t.Errorf("payment %d: %+v", i, a)
+		}
+	}
+	transfers, _, _ := c.stats()
+	if failed != 1 || transfers != n-1 || c.poolSize() != 0 {
+		t.Fatalf("failed=%d transfers=%d unmined=%d; want 1, %d, 0", failed, transfers, c.poolSize(), n-1)
+	}
+}
+
+// A simulation older than the worker's limit is run again before signing.
+func TestSettleStaleSimulationRunsAgain(t *testing.T) {
+	c := newFakeChain()
+	c.fund(payerA, 1_000_000)
+	c.simulationAge = time.Second
+	e, _ := newTestEngine(t, "", settle.Options{}, c)
+	bodies := [][]byte{newPayment(120).body(t), newPayment(121).body(t), newPayment(122).body(t)}
+	for i, a := range settleAll(t, e, bodies) {
+		if !a.Success {
+			t.Fatalf("payment %d: %+v", i, a)
+		}
+	}
+	if got := c.simulated(); got != 2*len(bodies) {
+		t.Fatalf("simulations = %d, want %d (one after verify, one on the worker)", got, 2*len(bodies))
+	}
+}
+
+// A payer emptied after the simulation (while the payment waits for the
+// worker) fails at the worker's fresh simulation and costs no gas.
+func TestSettleStaleSimulationSeesEmptiedPayer(t *testing.T) {
+	c := newFakeChain()
+	c.fund(payerA, 5000)
+	c.simulationAge = time.Second
+	c.onSimulated = func() { c.fund(payerA, 0) }
+	e, _ := newTestEngine(t, "", settle.Options{}, c)
+	body := newPayment(123).body(t)
+	resp, _ := mustSettle(t, e, body, "")
+	if resp.Success || resp.ErrorReason != x402.ReasonInsufficientBalance {
+		t.Fatalf("resp = %+v", resp)
+	}
+	if _, broadcasts, _ := c.stats(); broadcasts != 0 {
+		t.Fatalf("broadcasts = %d, want 0", broadcasts)
+	}
+}

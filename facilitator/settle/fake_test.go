@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ardx-dev/ardx/facilitator/settle"
 	"github.com/ardx-dev/ardx/facilitator/x402"
@@ -37,18 +38,28 @@ type fakeChain struct {
 	balances     map[string]*big.Int // lower-case address → balance
 	transfers    int                 // successful transfers mined
 	broadcasts   int                 // transactions accepted into the pool
-	prepares     int
+	prepares     int                 // transactions signed
+	simulations  int
 	resyncs      int
+	// simulationAge backdates every simulation, to exercise the worker's
+	// fresh simulation of a stale one.
+	simulationAge time.Duration
 
 	// blockBroadcast, when set, makes Broadcast wait for the context to end
 	// and fail without sending: the process "dies" between intent and send.
 	blockBroadcast bool
 	// failBroadcast, when set, is returned by Broadcast without sending.
 	failBroadcast error
-	// onPrepared runs after Prepare signed a transaction, onVerified after
+	// refuse, when set, may refuse one transaction (by its authorization).
+	refuse func(authID string) error
+	// beforeBroadcast runs once, at the start of the first Broadcast,
+	// without c.mu held.
+	beforeBroadcast func()
+	// onPrepared runs after Sign signed a transaction, onVerified after
 	// Verify found a payment valid; each runs once, without c.mu held.
-	onPrepared func()
-	onVerified func()
+	onPrepared  func()
+	onVerified  func()
+	onSimulated func()
 }
 
 type fakeTx struct {
@@ -135,28 +146,47 @@ func (c *fakeChain) AuthorizationID(req *x402.PaymentRequest) string {
 	return c.authID(req)
 }
 
-func (c *fakeChain) Prepare(ctx context.Context, req *x402.PaymentRequest) (*settle.Tx, *x402.SettleResponse, error) {
+func (c *fakeChain) Simulate(ctx context.Context, req *x402.PaymentRequest) (*settle.Transfer, *x402.SettleResponse, error) {
 	c.calls.Add(1)
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.simulations++
 	if r := c.checkLocked(req); r != "" {
-		c.mu.Unlock()
 		return nil, &x402.SettleResponse{ErrorReason: r, ErrorMessage: "fake simulation: " + r, Network: req.Network(), Payer: req.Payer()}, nil
 	}
 	amount, _ := new(big.Int).SetString(string(req.Authorization.Value), 10)
+	data, _ := json.Marshal(map[string]any{"auth": c.authID(req), "from": strings.ToLower(req.Payer()), "to": strings.ToLower(req.Recipient()), "amount": amount.String()})
+	if hook := c.onSimulated; hook != nil {
+		c.onSimulated = nil
+		c.mu.Unlock()
+		hook()
+		c.mu.Lock()
+	}
+	return &settle.Transfer{Data: data, Gas: 60_000, SimulatedAt: time.Now().Add(-c.simulationAge)}, nil, nil
+}
+
+func (c *fakeChain) Sign(ctx context.Context, t *settle.Transfer) (*settle.Tx, error) {
+	c.calls.Add(1)
+	c.mu.Lock()
+	var m map[string]any
+	if err := json.Unmarshal(t.Data, &m); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
 	nonce := c.localNonce
 	c.localNonce++
 	c.prepares++
-	ftx := fakeTx{nonce: nonce, authID: c.authID(req), from: strings.ToLower(req.Payer()), to: strings.ToLower(req.Recipient()), amount: amount}
-	raw, _ := json.Marshal(map[string]any{"nonce": nonce, "auth": ftx.authID, "from": ftx.from, "to": ftx.to, "amount": amount.String()})
+	m["nonce"] = nonce
+	raw, _ := json.Marshal(m)
 	sum := sha256.Sum256(raw)
-	ftx.hash = "0x" + hex.EncodeToString(sum[:])
+	hash := "0x" + hex.EncodeToString(sum[:])
 	hook := c.onPrepared
 	c.onPrepared = nil
 	c.mu.Unlock()
 	if hook != nil {
 		hook()
 	}
-	return &settle.Tx{Signer: "0xfacilitator", Nonce: nonce, Hash: ftx.hash, Raw: raw}, nil, nil
+	return &settle.Tx{Signer: "0xfacilitator", Nonce: nonce, Hash: hash, Raw: raw}, nil
 }
 
 func decodeFakeRaw(raw []byte) (*fakeTx, error) {
@@ -181,6 +211,12 @@ func decodeFakeRaw(raw []byte) (*fakeTx, error) {
 func (c *fakeChain) Broadcast(ctx context.Context, tx *settle.Tx) error {
 	c.calls.Add(1)
 	c.mu.Lock()
+	if hook := c.beforeBroadcast; hook != nil {
+		c.beforeBroadcast = nil
+		c.mu.Unlock()
+		hook()
+		c.mu.Lock()
+	}
 	if c.blockBroadcast {
 		c.mu.Unlock()
 		<-ctx.Done()
@@ -199,6 +235,11 @@ func (c *fakeChain) Broadcast(ctx context.Context, tx *settle.Tx) error {
 	}
 	if _, ok := c.receipts[ftx.hash]; ok {
 		return nil
+	}
+	if c.refuse != nil {
+		if err := c.refuse(ftx.authID); err != nil {
+			return err
+		}
 	}
 	if ftx.nonce < c.accountNonce {
 		return errors.New("nonce too low")
@@ -314,6 +355,19 @@ func (c *fakeChain) ResyncNonce(ctx context.Context, signer string) error {
 	}
 	c.localNonce = n
 	return nil
+}
+
+// poolSize counts broadcast transactions not mined (a nonce gap keeps them).
+func (c *fakeChain) poolSize() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pool)
+}
+
+func (c *fakeChain) simulated() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.simulations
 }
 
 func (c *fakeChain) stats() (transfers, broadcasts, prepares int) {

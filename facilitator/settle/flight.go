@@ -27,10 +27,22 @@ type job struct {
 	f        *flight
 	req      *x402.PaymentRequest
 	body     []byte
-	verified chan struct{} // closed when verification is over
-	skip     bool          // verification failed and was recorded
+	ready    chan struct{} // closed when verification and simulation are over
+	skip     bool          // verification or simulation failed and was recorded
+	transfer *Transfer     // the simulated transfer, once ready
 	resolve  *kv.Settlement
 	requeued int
+}
+
+// readyNow reports, without waiting, whether j's verification and
+// simulation are over.
+func (j *job) readyNow() bool {
+	select {
+	case <-j.ready:
+		return true
+	default:
+		return false
+	}
 }
 
 func (f *flight) setHash(h string) { f.hash.Store(&h) }

@@ -14,26 +14,73 @@ import (
 // of the same authorization and comes back to the queue.
 const maxRequeue = 3
 
+// maxRun bounds how many ready payments the worker signs, records in one
+// commit and broadcasts as one run.
+const maxRun = 64
+
+// maxSimulationAge is how old a simulation may be when its transaction is
+// signed; an older one (the payment waited in a long queue) is simulated
+// again on the worker, so the last simulation stays immediately before the
+// broadcast. A quarter second is about one Base flashblock.
+const maxSimulationAge = 250 * time.Millisecond
+
 // work is a network's single worker: it takes payments in arrival order and
-// does the nonce-sensitive steps (prepare, record, broadcast, resync) one at
-// a time. Receipt waits run on their own goroutines.
+// does the nonce-sensitive steps (sign, record, broadcast, resync). Each
+// turn it takes the payment at the head of the queue and every payment
+// behind it that is already verified and simulated, as one run. Receipt
+// waits run on their own goroutines.
 func (e *Engine) work(n *network) {
+	var next *job // taken from the queue, not yet ready
 	for {
-		select {
-		case j := <-n.queue:
-			<-j.verified
-			switch {
-			case j.skip:
-			case e.ctx.Err() != nil:
-				e.finishPending(j.f)
-			case j.resolve != nil:
-				e.resolve(n, j)
-			default:
-				e.process(n, j)
+		j := next
+		next = nil
+		if j == nil {
+			select {
+			case j = <-n.queue:
+			case <-e.stopped():
+				return
 			}
-		case <-e.stopped():
-			return
 		}
+		<-j.ready
+		if !e.plain(j) {
+			e.handle(n, j)
+			continue
+		}
+		run := []*job{j}
+	collect:
+		for len(run) < maxRun {
+			select {
+			case k := <-n.queue:
+				switch {
+				case !k.readyNow() || !e.plain(k) && !k.skip:
+					next = k
+					break collect
+				case !k.skip:
+					run = append(run, k)
+				}
+			default:
+				break collect
+			}
+		}
+		e.processRun(n, run)
+	}
+}
+
+// plain reports whether j is a new payment, simulated, to sign and send.
+func (e *Engine) plain(j *job) bool {
+	return !j.skip && j.resolve == nil && j.transfer != nil && e.ctx.Err() == nil
+}
+
+// handle takes a job that is not a plain new payment.
+func (e *Engine) handle(n *network, j *job) {
+	switch {
+	case j.skip:
+	case e.ctx.Err() != nil:
+		e.finishPending(j.f)
+	case j.resolve != nil:
+		e.resolve(n, j)
+	default:
+		e.processRun(n, []*job{j})
 	}
 }
 
@@ -45,63 +92,110 @@ func (e *Engine) chainCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(e.ctx, chainCallTimeout)
 }
 
-// process settles a verified payment: claim check, Prepare (the last
-// simulation), durable intent, broadcast.
-func (e *Engine) process(n *network, j *job) {
-	f := j.f
-	authID := n.chain.AuthorizationID(j.req)
-	owner, err := e.db.AuthorizationOwner(authID)
-	switch {
-	case err == nil && owner != f.key:
-		go e.awaitOwner(n, j, authID, owner)
-		return
-	case err != nil && !errors.Is(err, kv.ErrNotFound):
-		e.finishFlight(f, x402.SettleResponse{}, false, fmt.Errorf("settle: read authorization owner: %w", err))
-		return
-	}
+// signed is a payment of a run with its transaction and intent record.
+type signed struct {
+	j   *job
+	tx  *Tx
+	rec kv.Settlement
+}
 
-	ctx, cancel := e.chainCtx()
-	tx, fail, err := n.chain.Prepare(ctx, j.req)
-	cancel()
-	switch {
-	case err != nil && e.ctx.Err() != nil:
-		e.finishPending(f)
-		return
-	case err != nil:
-		e.log.Error("prepare settlement", "network", n.id, "body", f.key, "err", err)
-		e.fail(f, n.id, x402.ReasonServiceUnavailable, "could not prepare the transfer: "+shortErr(err), nil, false)
-		return
-	case fail != nil:
-		e.failWith(f, n.id, *fail)
-		return
-	case tx == nil:
-		e.log.Error("prepare returned neither a transaction nor a failure", "network", n.id, "body", f.key)
-		e.fail(f, n.id, x402.ReasonTransactionFailed, "the facilitator could not build the transaction", nil, false)
-		return
+// processRun settles a run of payments in queue order: claim check (and a
+// fresh simulation where the last one is stale), signing with consecutive
+// nonces, one durable commit for every intent, then broadcasts in nonce
+// order. A payment whose authorization another body claimed never gets a
+// transaction; a second body with the same authorization in one run waits
+// for the first's record.
+func (e *Engine) processRun(n *network, run []*job) {
+	var (
+		ready  []signed
+		later  []*job
+		claims = map[string]bool{}
+	)
+	for _, j := range run {
+		f := j.f
+		authID := n.chain.AuthorizationID(j.req)
+		if claims[authID] {
+			later = append(later, j)
+			continue
+		}
+		owner, err := e.db.AuthorizationOwner(authID)
+		switch {
+		case err == nil && owner != f.key:
+			go e.awaitOwner(n, j, authID, owner)
+			continue
+		case err != nil && !errors.Is(err, kv.ErrNotFound):
+			e.finishFlight(f, x402.SettleResponse{}, false, fmt.Errorf("settle: read authorization owner: %w", err))
+			continue
+		}
+		if j.transfer == nil || time.Since(j.transfer.SimulatedAt) > maxSimulationAge {
+			ctx, cancel := e.chainCtx()
+			j.transfer = e.simulate(ctx, n, j)
+			cancel()
+			if j.transfer == nil {
+				continue
+			}
+		}
+		ctx, cancel := e.chainCtx()
+		tx, err := n.chain.Sign(ctx, j.transfer)
+		cancel()
+		if err != nil {
+			if e.ctx.Err() != nil {
+				e.finishPending(f)
+				continue
+			}
+			e.log.Error("sign settlement", "network", n.id, "body", f.key, "err", err)
+			e.fail(f, n.id, x402.ReasonServiceUnavailable, "could not sign the transfer: "+shortErr(err), nil, false)
+			continue
+		}
+		claims[authID] = true
+		now := e.opts.Now().UTC()
+		ready = append(ready, signed{j: j, tx: tx, rec: kv.Settlement{
+			BodyKey:   f.key,
+			Network:   n.id,
+			Body:      j.body,
+			CreatedAt: now,
+			Intent: &kv.SettlementIntent{
+				AuthorizationID: authID,
+				Signer:          tx.Signer,
+				Nonce:           tx.Nonce,
+				TxHash:          tx.Hash,
+				RawTx:           tx.Raw,
+				RecordedAt:      now,
+			},
+		}})
 	}
+	e.recordAndBroadcast(n, ready)
+	for _, j := range later {
+		e.processRun(n, []*job{j})
+	}
+}
 
-	now := e.opts.Now().UTC()
-	rec := kv.Settlement{
-		BodyKey:   f.key,
-		Network:   n.id,
-		Body:      j.body,
-		CreatedAt: now,
-		Intent: &kv.SettlementIntent{
-			AuthorizationID: authID,
-			Signer:          tx.Signer,
-			Nonce:           tx.Nonce,
-			TxHash:          tx.Hash,
-			RawTx:           tx.Raw,
-			RecordedAt:      now,
-		},
+// recordAndBroadcast commits the intents of a signed run and broadcasts its
+// transactions in order. When a commit or a broadcast fails, the signers'
+// nonces are repaired from the chain and the payments not yet sent are
+// settled again one by one, with new transactions.
+func (e *Engine) recordAndBroadcast(n *network, run []signed) {
+	if len(run) == 0 {
+		return
 	}
-	if err := e.db.RecordSettlementIntent(rec); err != nil {
-		// The signer nonce Prepare took will never be broadcast; hand it back.
-		e.resync(n, tx.Signer)
+	recs := make([]kv.Settlement, len(run))
+	for i, s := range run {
+		recs[i] = s.rec
+	}
+	if err := e.db.RecordSettlementIntents(recs); err != nil {
+		// Nothing was recorded: the nonces taken will never be broadcast.
+		e.resyncSigners(n, run)
+		if len(run) > 1 {
+			for _, s := range run {
+				e.processRun(n, []*job{s.j})
+			}
+			return
+		}
+		f := run[0].j.f
 		var claimed *kv.AuthorizationClaimedError
 		switch {
 		case errors.As(err, &claimed):
-			go e.awaitOwner(n, j, authID, claimed.Owner)
+			go e.awaitOwner(n, run[0].j, claimed.AuthorizationID, claimed.Owner)
 		case errors.Is(err, kv.ErrSettlementFinal):
 			e.finishFromRecord(f)
 		default:
@@ -110,7 +204,38 @@ func (e *Engine) process(n *network, j *job) {
 		}
 		return
 	}
-	e.broadcast(n, f, &rec, tx, false)
+	for i := range run {
+		s := &run[i]
+		s.rec = recs[i]
+		if e.broadcast(n, s.j.f, &s.rec, s.tx, false) {
+			continue
+		}
+		// The transactions after this one would leave a nonce gap: sign them
+		// again (their recorded intents were never sent and are replaced).
+		rest := run[i+1:]
+		if len(rest) == 0 || e.ctx.Err() != nil {
+			for _, r := range rest {
+				e.finishPending(r.j.f)
+			}
+			return
+		}
+		e.resyncSigners(n, rest)
+		for _, r := range rest {
+			e.processRun(n, []*job{r.j})
+		}
+		return
+	}
+}
+
+// resyncSigners repairs the nonce of every signer used in run.
+func (e *Engine) resyncSigners(n *network, run []signed) {
+	done := map[string]bool{}
+	for _, s := range run {
+		if !done[s.tx.Signer] {
+			done[s.tx.Signer] = true
+			e.resync(n, s.tx.Signer)
+		}
+	}
 }
 
 // resolve reconciles a settlement recorded pending (by a previous process,
@@ -136,11 +261,12 @@ func (e *Engine) resolve(n *network, j *job) {
 	e.broadcast(n, f, rec, tx, true)
 }
 
-// broadcast sends tx whose intent is recorded. On failure it repairs the
-// signer's nonce, tries the same bytes once more (a timed-out first send may
-// have reached the node, which then answers "known"), and otherwise asks the
-// chain what became of the authorization.
-func (e *Engine) broadcast(n *network, f *flight, rec *kv.Settlement, tx *Tx, resyncAfter bool) {
+// broadcast sends tx whose intent is recorded and reports whether the node
+// took it. On failure it repairs the signer's nonce, tries the same bytes
+// once more (a timed-out first send may have reached the node, which then
+// answers "known"), and otherwise asks the chain what became of the
+// authorization.
+func (e *Engine) broadcast(n *network, f *flight, rec *kv.Settlement, tx *Tx, resyncAfter bool) (sent bool) {
 	ctx, cancel := e.chainCtx()
 	defer cancel()
 	err := n.chain.Broadcast(ctx, tx)
@@ -158,11 +284,13 @@ func (e *Engine) broadcast(n *network, f *flight, rec *kv.Settlement, tx *Tx, re
 		}
 		f.setHash(tx.Hash)
 		go e.awaitReceipt(n, f, rec)
+		return true
 	case e.ctx.Err() != nil:
 		e.finishPending(f)
 	default:
 		e.resolveUnbroadcast(ctx, n, f, rec, err)
 	}
+	return false
 }
 
 // resolveUnbroadcast decides a settlement whose transaction the node refused.
@@ -199,12 +327,19 @@ func (e *Engine) resolveUnbroadcast(ctx context.Context, n *network, f *flight, 
 	}
 }
 
-// awaitReceipt polls for rec's receipt with growing intervals and records
-// the outcome; after ReceiptTimeout the settlement stays pending.
+// awaitReceipt polls for rec's receipt and records the outcome; after
+// ReceiptTimeout the settlement stays pending. The polls follow the
+// network's recent inclusion time: the first comes at three quarters of it
+// and the next every eighth of it (1 ms to 1 s), growing once the wait runs
+// past four times the usual. A node that mines on demand is asked within a
+// millisecond or two of mining, and Base's two-second blocks cost a handful
+// of calls per settlement.
 func (e *Engine) awaitReceipt(n *network, f *flight, rec *kv.Settlement) {
-	deadline := time.Now().Add(e.opts.ReceiptTimeout)
-	interval := e.opts.ReceiptPoll
-	timer := time.NewTimer(interval)
+	sent := time.Now()
+	deadline := sent.Add(e.opts.ReceiptTimeout)
+	usual := n.inclusionTime(e.opts.ReceiptPoll)
+	step := min(max(usual/8, minReceiptPoll), maxReceiptPoll)
+	timer := time.NewTimer(usual * 3 / 4)
 	defer timer.Stop()
 	for {
 		select {
@@ -218,6 +353,7 @@ func (e *Engine) awaitReceipt(n *network, f *flight, rec *kv.Settlement) {
 		cancel()
 		switch {
 		case err == nil && found:
+			n.observeInclusion(time.Since(sent))
 			e.settleByReceipt(n, f, rec, success)
 			return
 		case err != nil && e.ctx.Err() == nil:
@@ -228,8 +364,10 @@ func (e *Engine) awaitReceipt(n *network, f *flight, rec *kv.Settlement) {
 			e.finishPending(f)
 			return
 		}
-		interval = min(interval*2, maxReceiptPoll)
-		timer.Reset(interval)
+		if time.Since(sent) > 4*usual {
+			step = min(step*2, maxReceiptPoll)
+		}
+		timer.Reset(step)
 	}
 }
 
@@ -360,9 +498,9 @@ func (e *Engine) newResolveLocked(rec kv.Settlement) (*flight, func()) {
 			e.log.Error("reconcile: pending settlement on a network no longer configured", "body", rec.BodyKey, "network", rec.Network)
 			e.finishPending(f)
 		default:
-			verified := make(chan struct{})
-			close(verified)
-			e.enqueue(n, &job{f: f, req: req, body: rec.Body, verified: verified, resolve: &rec})
+			ready := make(chan struct{})
+			close(ready)
+			e.enqueue(n, &job{f: f, req: req, body: rec.Body, ready: ready, resolve: &rec})
 		}
 	}
 }
