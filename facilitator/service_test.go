@@ -225,7 +225,7 @@ func TestVerify(t *testing.T) {
 		{name: "valid v2", body: env.payment(t, 2, 10_000), wantStatus: 200, wantValid: true, wantPayer: payer},
 		{name: "valid v1", body: env.payment(t, 1, 10_000), wantStatus: 200, wantValid: true, wantPayer: payer},
 		{name: "invalid payment is 200", body: tamper(t, env.payment(t, 2, 10_000), "paymentRequirements", "amount", "20000"),
-			wantStatus: 200, wantReason: x402.ReasonAuthorizationValue, wantPayer: payer},
+			wantStatus: 200, wantReason: x402.ReasonAuthorizationValueMismatch, wantPayer: payer},
 		{name: "not JSON", body: []byte("isValid? yes"), wantStatus: 400, wantReason: x402.ReasonInvalidPayload},
 		{name: "empty body", body: []byte{}, wantStatus: 400, wantReason: x402.ReasonInvalidPayload},
 		{name: "JSON but not x402", body: []byte(`{"hello":"world"}`), wantStatus: 400, wantReason: x402.ReasonInvalidPayload},

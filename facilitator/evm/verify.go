@@ -112,7 +112,11 @@ func (n *Network) check(ctx context.Context, req *x402.PaymentRequest) (*checked
 		return nil, invalidf(req, x402.ReasonInvalidPayload, "required amount: %v", err)
 	}
 	if auth.Value.Cmp(required) != 0 {
-		return nil, invalidf(req, x402.ReasonAuthorizationValue,
+		reason := x402.ReasonAuthorizationValue
+		if req.X402Version == x402.Version2 {
+			reason = x402.ReasonAuthorizationValueMismatch
+		}
+		return nil, invalidf(req, reason,
 			"the authorization is for %s but the requirements ask exactly %s", auth.Value, required)
 	}
 	return c, nil

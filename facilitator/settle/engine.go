@@ -208,6 +208,14 @@ func (e *Engine) Chain(network string) (Chain, bool) {
 	return n.chain, true
 }
 
+// route returns the network the payment's requirements name. The
+// requirements decide, as in the official facilitator: a payload signed for
+// another network is then that chain's network mismatch to report.
+func (e *Engine) route(req *x402.PaymentRequest) (*network, bool) {
+	n, ok := e.byName[req.Requirements.Network]
+	return n, ok
+}
+
 // Verify checks a payment without moving anything: screening first (no chain
 // call for a listed address), then routing and availability, then the
 // chain's full verification.
@@ -216,9 +224,9 @@ func (e *Engine) Verify(ctx context.Context, req *x402.PaymentRequest) x402.Veri
 		e.log.Warn("verify refused: sanctioned address", "address", addr)
 		return x402.VerifyResponse{InvalidReason: x402.ReasonSanctioned, InvalidMessage: "address " + addr + " is on the sanctions list", Payer: req.Payer()}
 	}
-	n, ok := e.byName[req.Network()]
+	n, ok := e.route(req)
 	if !ok {
-		return x402.VerifyResponse{InvalidReason: x402.ReasonUnsupportedNetwork, InvalidMessage: fmt.Sprintf("network %q is not served by this facilitator", req.Network()), Payer: req.Payer()}
+		return x402.VerifyResponse{InvalidReason: x402.ReasonUnsupportedNetwork, InvalidMessage: fmt.Sprintf("network %q is not served by this facilitator", req.Requirements.Network), Payer: req.Payer()}
 	}
 	if ok, why := n.chain.Available(); !ok {
 		return x402.VerifyResponse{InvalidReason: x402.ReasonServiceUnavailable, InvalidMessage: unavailableMessage(n.id, why), Payer: req.Payer()}
@@ -341,12 +349,13 @@ func (e *Engine) join(key string, req *x402.PaymentRequest, body []byte) (f *fli
 func (e *Engine) settleNew(f *flight, req *x402.PaymentRequest, body []byte) {
 	if addr, listed := e.screened(req); listed {
 		e.log.Warn("settle refused: sanctioned address", "address", addr, "body", f.key)
-		e.fail(f, unknownOr(e.byName[req.Network()]), x402.ReasonSanctioned, "address "+addr+" is on the sanctions list", nil, false)
+		n, _ := e.route(req)
+		e.fail(f, unknownOr(n), x402.ReasonSanctioned, "address "+addr+" is on the sanctions list", nil, false)
 		return
 	}
-	n, ok := e.byName[req.Network()]
+	n, ok := e.route(req)
 	if !ok {
-		e.fail(f, unknownNetwork, x402.ReasonUnsupportedNetwork, fmt.Sprintf("network %q is not served by this facilitator", req.Network()), nil, false)
+		e.fail(f, unknownNetwork, x402.ReasonUnsupportedNetwork, fmt.Sprintf("network %q is not served by this facilitator", req.Requirements.Network), nil, false)
 		return
 	}
 	if ok, why := n.chain.Available(); !ok {

@@ -385,12 +385,14 @@ const (
 
 // payment describes one signed authorization; body renders it.
 type payment struct {
-	network  string
-	from, to string
-	payTo    string
-	amount   string
-	nonce    byte
-	resource string // differs between bodies carrying one authorization
+	network string
+	// payloadNetwork, when set, is the network the payload claims instead.
+	payloadNetwork string
+	from, to       string
+	payTo          string
+	amount         string
+	nonce          byte
+	resource       string // differs between bodies carrying one authorization
 }
 
 func newPayment(nonce byte) payment {
@@ -408,7 +410,11 @@ func (p payment) body(tb testing.TB) []byte {
 		Nonce: "0x" + strings.Repeat(fmt.Sprintf("%02x", p.nonce), 32),
 	}
 	sig := bytes.Repeat([]byte{0xab}, 65)
-	payload := x402.NewPayloadV2(&x402.ResourceInfo{URL: p.resource}, req, auth, sig, nil)
+	accepted := req
+	if p.payloadNetwork != "" {
+		accepted.Network = p.payloadNetwork
+	}
+	payload := x402.NewPayloadV2(&x402.ResourceInfo{URL: p.resource}, accepted, auth, sig, nil)
 	b, err := json.Marshal(x402.NewRequestV2(payload, req))
 	if err != nil {
 		tb.Fatal(err)

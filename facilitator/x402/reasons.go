@@ -27,8 +27,12 @@ const (
 	ReasonAssetMismatch = "invalid_exact_evm_asset_mismatch"
 	// ReasonRecipientMismatch: authorization.to differs from payTo.
 	ReasonRecipientMismatch = "invalid_exact_evm_recipient_mismatch"
-	// ReasonAuthorizationValue: authorization.value differs from the required amount.
+	// ReasonAuthorizationValue: authorization.value differs from the required
+	// amount (v1: maxAmountRequired).
 	ReasonAuthorizationValue = "invalid_exact_evm_authorization_value"
+	// ReasonAuthorizationValueMismatch is the same fault in v2, where the
+	// official facilitator names it differently.
+	ReasonAuthorizationValueMismatch = "invalid_exact_evm_payload_authorization_value_mismatch"
 	// ReasonValidBefore: the authorization expires within 6 seconds or has expired.
 	ReasonValidBefore = "invalid_exact_evm_payload_authorization_valid_before"
 	// ReasonValidAfter: the authorization is not valid yet.
