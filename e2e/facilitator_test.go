@@ -468,5 +468,5 @@ func TestFacilitatorSettleLatencyOnGeth(t *testing.T) {
 			percentile(lat, 100).Round(100*time.Microsecond), float64(n)/wall.Seconds())
 	}
 	t.Run("sequential", func(t *testing.T) { measure(t, 1, 40) })
-	t.Run("concurrent", func(t *testing.T) { measure(t, 6, 10) })
+	t.Run("concurrent", func(t *testing.T) { measure(t, 4, 40) })
 }
