@@ -127,13 +127,17 @@ type Index struct {
 	// gen counts Put and Delete calls; calibration compares it to decide
 	// whether its constant is stale.
 	gen atomic.Uint64
+	// writing counts Put and Delete calls under way; while one is, the
+	// index is between generations and search results are not cached.
+	writing atomic.Int32
 
 	// writeMu serialises writers so the probe sample stored with each
 	// batch stays consistent with the batches before it.
 	writeMu sync.Mutex
 	probes  *probeSample
 
-	dfs dfCache
+	dfs     dfCache
+	results resultCache
 
 	// anyPrivate is raised before the first private doc is put (or at
 	// open, if the index holds one) and never lowered: while it is down,
@@ -342,7 +346,8 @@ func (ix *Index) Put(docs []Doc) error {
 	}
 	ix.writeMu.Lock()
 	defer ix.writeMu.Unlock()
-	defer ix.gen.Add(1)
+	ix.writing.Add(1)
+	defer ix.endWrite()
 	for start := 0; start < len(docs); start += putBatchSize {
 		chunk := docs[start:min(start+putBatchSize, len(docs))]
 		b := ix.bleve.NewBatch()
@@ -365,11 +370,20 @@ func (ix *Index) Put(docs []Doc) error {
 	return nil
 }
 
+// endWrite ends a write (begun by raising writing) with a new generation.
+// A generation thus never names two states of the index, and a search that
+// overlapped a write is never cached.
+func (ix *Index) endWrite() {
+	ix.gen.Add(1)
+	ix.writing.Add(-1)
+}
+
 // Delete removes docs by ID; unknown IDs are ignored.
 func (ix *Index) Delete(ids []string) error {
 	ix.writeMu.Lock()
 	defer ix.writeMu.Unlock()
-	defer ix.gen.Add(1)
+	ix.writing.Add(1)
+	defer ix.endWrite()
 	for start := 0; start < len(ids); start += putBatchSize {
 		chunk := ids[start:min(start+putBatchSize, len(ids))]
 		b := ix.bleve.NewBatch()

@@ -51,6 +51,31 @@ func (ix *Index) Search(ctx context.Context, req SearchRequest) (SearchResult, e
 		size = min(size, maxSearchWindow-from)
 	}
 
+	// A result is cached only when no write overlapped the search, under
+	// the generation it was computed for.
+	key := resultKey(req, from, size)
+	gen, quiet := ix.gen.Load(), ix.writing.Load() == 0
+	if quiet {
+		if r, ok := ix.results.get(gen, key); ok {
+			// Scores follow the calibration now in force, as a fresh
+			// search's would.
+			if k := ix.scale(ctx); k > 0 {
+				for i := range r.Hits {
+					r.Hits[i].Score = scoreOf(r.Hits[i].Raw, k)
+				}
+			}
+			return r, nil
+		}
+	}
+	out, err := ix.search(ctx, req, from, size)
+	if err == nil && quiet && ix.writing.Load() == 0 && ix.gen.Load() == gen {
+		ix.results.put(gen, key, out)
+	}
+	return out, err
+}
+
+// search runs one search against the index.
+func (ix *Index) search(ctx context.Context, req SearchRequest, from, size int) (SearchResult, error) {
 	var m matched
 	var res *bleve.SearchResult
 	for {

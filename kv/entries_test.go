@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -332,4 +333,34 @@ func BenchmarkReplaceSource(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entries/s")
+}
+
+func TestGetEntryBodiesAgreesWithGetEntries(t *testing.T) {
+	db := mustOpenDB(t)
+	public := entry("urn:air:a.test:public", "t", `,"description":"says \"owner\" in words"`)
+	private := entry("urn:air:b.test:private", "t", "")
+	private.Owner = "b.test"
+	if _, err := db.ReplaceSource("s", []kv.Entry{public, private}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{public.ID, private.ID, "urn:air:missing.test:x"}
+	full, err := db.GetEntries(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean, err := db.GetEntryBodies(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lean) != 2 {
+		t.Fatalf("GetEntryBodies = %d entries, want 2", len(lean))
+	}
+	for _, id := range ids[:2] {
+		if !bytes.Equal(lean[id].Body, full[id].Body) || lean[id].Owner != full[id].Owner {
+			t.Errorf("%s: lean %q/%q, full %q/%q", id, lean[id].Body, lean[id].Owner, full[id].Body, full[id].Owner)
+		}
+	}
+	if lean[private.ID].Owner != "b.test" || lean[public.ID].Owner != "" {
+		t.Fatalf("owners = %q, %q", lean[private.ID].Owner, lean[public.ID].Owner)
+	}
 }

@@ -261,7 +261,7 @@ func (s *Service) localItems(hits []index.Hit) ([]resultItem, error) {
 	for i, h := range hits {
 		ids[i] = h.ID
 	}
-	entries, err := s.db.GetEntries(ids)
+	entries, err := s.db.GetEntryBodies(ids)
 	if err != nil {
 		return nil, err
 	}
