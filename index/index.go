@@ -139,6 +139,8 @@ type Index struct {
 	dfs     dfCache
 	results resultCache
 
+	closeOnce sync.Once
+
 	// anyPrivate is raised before the first private doc is put (or at
 	// open, if the index holds one) and never lowered: while it is down,
 	// searches skip the private docs' exclusion.
@@ -414,11 +416,15 @@ func (ix *Index) Count() (uint64, error) {
 }
 
 // Close closes the index, releasing its lock and background goroutines.
+// Closing it again does nothing (Bleve itself panics on a second close).
 func (ix *Index) Close() error {
-	if err := ix.bleve.Close(); err != nil {
-		return fmt.Errorf("index: close: %w", err)
-	}
-	return nil
+	var err error
+	ix.closeOnce.Do(func() {
+		if cerr := ix.bleve.Close(); cerr != nil {
+			err = fmt.Errorf("index: close: %w", cerr)
+		}
+	})
+	return err
 }
 
 // FilterKey reports whether key is a supported filter key (type, tags,

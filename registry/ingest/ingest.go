@@ -321,26 +321,55 @@ func (in *Ingester) run(ctx context.Context, units []unit) (*Report, error) {
 		}
 	}()
 	log := in.logger()
+	// The index follows kv one unit behind, on its own goroutine: unit i
+	// is indexed while unit i+1 commits to kv. Units are indexed in the
+	// order they were stored, and every stored unit is indexed before run
+	// returns, cancelled or not.
+	type indexJob struct {
+		unit int
+		w    *indexWork
+	}
+	indexQ := make(chan indexJob, 1)
+	indexErrs := make([]error, len(units))
+	indexed := make(chan struct{})
+	go func() {
+		defer close(indexed)
+		for j := range indexQ {
+			indexErrs[j.unit] = j.w.apply(in)
+		}
+	}()
+	defer func() {
+		close(indexQ)
+		<-indexed
+		for i, err := range indexErrs {
+			if err != nil && i < len(rep.Sources) {
+				rep.Sources[i].Error = indexFailed(err).Error()
+				log.Error("index update failed; run reindex", "source", units[i].key, "err", err)
+			}
+		}
+		rep.Duration = time.Since(start)
+	}()
 	for i, u := range units {
 		var l loaded
 		select {
 		case l = <-results[i]:
 		case <-ctx.Done():
-			rep.Duration = time.Since(start)
 			return rep, ctx.Err()
 		}
 		<-slots
 		if err := ctx.Err(); err != nil {
 			// A result may be ready at the same moment as the cancellation;
 			// nothing is stored after cancel.
-			rep.Duration = time.Since(start)
 			return rep, err
 		}
 		if l.err == nil {
-			if err := in.store(u.key, &l); err != nil {
+			w, err := in.storeKV(u.key, &l)
+			if err != nil {
 				rep.Sources = append(rep.Sources, l.report)
-				rep.Duration = time.Since(start)
 				return rep, err
+			}
+			if w != nil {
+				indexQ <- indexJob{unit: i, w: w}
 			}
 		}
 		if l.err != nil {
@@ -356,19 +385,55 @@ func (in *Ingester) run(ctx context.Context, units []unit) (*Report, error) {
 		rep.Sources = append(rep.Sources, l.report)
 		prog.step(l.report)
 	}
-	rep.Duration = time.Since(start)
 	return rep, nil
 }
 
 // store commits a loaded unit to kv and brings the index in step.
 func (in *Ingester) store(key string, l *loaded) error {
+	w, err := in.storeKV(key, l)
+	if err != nil || w == nil {
+		return err
+	}
+	if err := w.apply(in); err != nil {
+		l.err = indexFailed(err)
+	}
+	return nil
+}
+
+func indexFailed(err error) error {
+	return fmt.Errorf("stored, but the index update failed (run reindex): %w", err)
+}
+
+// indexWork is the index update a unit's kv commit calls for.
+type indexWork struct {
+	docs                    <-chan builtDocs
+	added, changed, removed []string
+	now                     time.Time
+}
+
+type builtDocs struct {
+	docs map[string]index.Doc
+	err  error
+}
+
+func (w *indexWork) apply(in *Ingester) error {
+	b := <-w.docs
+	if b.err != nil {
+		return b.err
+	}
+	return in.indexChanges(b.docs, w.added, w.changed, w.removed, w.now)
+}
+
+// storeKV commits a loaded unit to kv and returns the index update it calls
+// for (nil without an index).
+func (in *Ingester) storeKV(key string, l *loaded) (*indexWork, error) {
 	entries := l.entries
 	if len(l.keep) > 0 {
 		// A nested document that failed this time keeps what it gave last
 		// time, rather than a transient error removing its entries.
 		old, err := in.DB.EntriesBySource(key)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		have := make(map[string]bool, len(entries))
 		for _, e := range entries {
@@ -387,23 +452,19 @@ func (in *Ingester) store(key string, l *loaded) error {
 	now := in.now()
 	// Docs depend on the body alone (timestamps aside), so they are built
 	// while kv commits: on two cores that hides most of the conversion.
-	type built struct {
-		docs map[string]index.Doc
-		err  error
-	}
-	docsDone := make(chan built, 1)
+	docsDone := make(chan builtDocs, 1)
 	if in.Index != nil {
 		go func() {
 			docs := make(map[string]index.Doc, len(entries))
 			for _, e := range entries {
 				d, err := ToDoc(e)
 				if err != nil {
-					docsDone <- built{err: err}
+					docsDone <- builtDocs{err: err}
 					return
 				}
 				docs[e.ID] = d
 			}
-			docsDone <- built{docs: docs}
+			docsDone <- builtDocs{docs: docs}
 		}()
 	}
 	changes, err := in.DB.ReplaceSource(key, entries, now)
@@ -411,34 +472,27 @@ func (in *Ingester) store(key string, l *loaded) error {
 		if in.Index != nil {
 			<-docsDone
 		}
-		return err
+		return nil, err
 	}
 	l.report.Stored = len(entries)
-	var added, changed, removed []string
+	w := &indexWork{docs: docsDone, now: now}
 	for _, c := range changes {
 		switch c.Kind {
 		case kv.ChangeAdded:
 			l.report.Added++
-			added = append(added, c.ID)
+			w.added = append(w.added, c.ID)
 		case kv.ChangeChanged:
 			l.report.Changed++
-			changed = append(changed, c.ID)
+			w.changed = append(w.changed, c.ID)
 		case kv.ChangeRemoved:
 			l.report.Removed++
-			removed = append(removed, c.ID)
+			w.removed = append(w.removed, c.ID)
 		}
 	}
 	if in.Index == nil {
-		return nil
+		return nil, nil
 	}
-	b := <-docsDone
-	if b.err == nil {
-		b.err = in.indexChanges(b.docs, added, changed, removed, now)
-	}
-	if b.err != nil {
-		l.err = fmt.Errorf("stored, but the index update failed (run reindex): %w", b.err)
-	}
-	return nil
+	return w, nil
 }
 
 // indexChanges puts added and changed docs and deletes removed ones. Added

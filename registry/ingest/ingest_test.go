@@ -607,3 +607,50 @@ func TestIngestFileDoesNotFollowCatalogURLs(t *testing.T) {
 		t.Fatalf("report %+v", s)
 	}
 }
+
+// The index follows kv a unit behind; every stored unit is indexed before
+// Ingest returns, and a unit whose index update fails says so in its own
+// report while the others are unaffected.
+func TestIngestIndexesEveryUnitAndReportsIndexFailures(t *testing.T) {
+	ctx := context.Background()
+	in := newIngester(t, nil)
+	dir := t.TempDir()
+	var want []string
+	for i := range 6 {
+		id := fmt.Sprintf("urn:air:u%d.test:entry", i)
+		want = append(want, id)
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("m%d.json", i)), manifest(entryJSON(id)))
+	}
+	rep, err := in.Ingest(ctx, dir)
+	if err != nil || len(rep.Errors()) != 0 || rep.Stored() != len(want) {
+		t.Fatalf("report %+v, err %v", rep, err)
+	}
+	res, err := in.Index.Search(ctx, index.SearchRequest{Size: 100})
+	if err != nil || res.Total != uint64(len(want)) {
+		t.Fatalf("indexed %d of %d (%v)", res.Total, len(want), err)
+	}
+
+	// A closed index refuses every update: each unit is stored in kv and
+	// reports that its index update failed.
+	if err := in.Index.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "m0.json"), manifest(entryJSON("urn:air:u0.test:entry"), entryJSON("urn:air:u0.test:more")))
+	writeFile(t, filepath.Join(dir, "m1.json"), manifest(entryJSON("urn:air:u1.test:entry"), entryJSON("urn:air:u1.test:more")))
+	rep, err = in.Ingest(ctx, filepath.Join(dir, "m0.json"), filepath.Join(dir, "m1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := rep.Errors()
+	if len(errs) != 2 {
+		t.Fatalf("errors %+v, want one per unit", errs)
+	}
+	for _, e := range errs {
+		if !strings.Contains(e.Error, "index update failed") {
+			t.Fatalf("error %q does not name the index", e.Error)
+		}
+	}
+	if _, err := in.DB.GetEntry("urn:air:u1.test:more"); err != nil {
+		t.Fatalf("kv lost a unit whose index update failed: %v", err)
+	}
+}
