@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO      ?= go
 BENCH   ?= .
 
-.PHONY: build run test e2e bench lint testdata
+.PHONY: build run test e2e bench bench-side-by-side lint testdata
 
 build: ## the binary, ./ardx
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o ardx .
@@ -19,6 +19,9 @@ e2e: build ## the end-to-end tier: the built binary, a real chain node, real cli
 
 bench: ## benchmarks, reported as numbers (never timed assertions)
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m ./...
+
+bench-side-by-side: build ## ardx and the official TypeScript facilitator on one geth --dev: verify and settle throughput
+	ARDX_BIN=$(CURDIR)/ardx ARDX_E2E_SIDE_BY_SIDE=1 $(GO) test -tags e2e -count=1 -timeout 20m -v -run TestSideBySideThroughput ./e2e/...
 
 lint: ## go vet and gofmt
 	$(GO) vet ./...
