@@ -120,13 +120,15 @@ func (n *network) inclusionTime(assumed time.Duration) time.Duration {
 }
 
 // observeInclusion adds one broadcast-to-receipt time to the average (an
-// eighth of its weight to the newest).
+// eighth of its weight to the newest). A single outlier (a transaction stuck
+// for minutes) counts as at most four times the average, so it cannot
+// delay the first receipt polls of the settlements after it for long.
 func (n *network) observeInclusion(d time.Duration) {
 	for {
 		old := n.inclusion.Load()
 		next := int64(d)
 		if old > 0 {
-			next = old - old/8 + int64(d)/8
+			next = old - old/8 + min(int64(d), 4*old)/8
 		}
 		if n.inclusion.CompareAndSwap(old, next) {
 			return
