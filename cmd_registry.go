@@ -153,7 +153,7 @@ func ingestDefaultCorpus(ctx context.Context, s *registryStores, logger *slog.Lo
 	if done, err := s.db.Counter(marker); err != nil || done > 0 {
 		return err
 	}
-	if n, err := s.db.CountEntries(); err != nil || n > 0 {
+	if any, err := s.db.HasEntries(); err != nil || any {
 		return err
 	}
 	corpus, err := fs.Sub(defaultCorpus, "testdata/corpus")

@@ -178,6 +178,8 @@ func (db *DB) EntriesBySource(source string) ([]Entry, error) {
 }
 
 // CountEntries returns the number of stored entries.
+// It walks every page of the entries bucket: for one-off reports, not for
+// hot paths or start-up.
 func (db *DB) CountEntries() (int, error) {
 	var n int
 	err := db.bolt.View(func(tx *bolt.Tx) error {
@@ -185,6 +187,19 @@ func (db *DB) CountEntries() (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// HasEntries reports whether any entry is stored. Unlike CountEntries it
+// reads one page, not the whole bucket (which would also pull every entry
+// page of the mapped file into memory).
+func (db *DB) HasEntries() (bool, error) {
+	var any bool
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketEntries).Cursor().First()
+		any = k != nil
+		return nil
+	})
+	return any, err
 }
 
 // CountEntriesByType returns how many entries there are of each body "type".

@@ -364,3 +364,22 @@ func TestGetEntryBodiesAgreesWithGetEntries(t *testing.T) {
 		t.Fatalf("owners = %q, %q", lean[private.ID].Owner, lean[public.ID].Owner)
 	}
 }
+
+func TestHasEntries(t *testing.T) {
+	db := mustOpenDB(t)
+	if any, err := db.HasEntries(); err != nil || any {
+		t.Fatalf("empty store: HasEntries = %v, %v", any, err)
+	}
+	if _, err := db.ReplaceSource("s", []kv.Entry{entry("urn:air:a.test:one", "t", "")}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if any, err := db.HasEntries(); err != nil || !any {
+		t.Fatalf("after a put: HasEntries = %v, %v", any, err)
+	}
+	if _, err := db.ReplaceSource("s", nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if any, err := db.HasEntries(); err != nil || any {
+		t.Fatalf("after the source emptied: HasEntries = %v, %v", any, err)
+	}
+}
