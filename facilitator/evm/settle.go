@@ -196,6 +196,15 @@ func (n *Network) AuthorizationUsed(ctx context.Context, req *x402.PaymentReques
 	return out[0].(bool), nil
 }
 
+// PayerBalance reads the payer's balance of the asset at the latest block.
+func (n *Network) PayerBalance(ctx context.Context, req *x402.PaymentRequest) (*big.Int, error) {
+	a, err := ParseAuthorization(req.Authorization)
+	if err != nil {
+		return nil, err
+	}
+	return n.TokenBalance(ctx, a.From)
+}
+
 // ResyncNonce re-reads a signer's pending nonce from the chain, after a
 // broadcast failed and the local counter may have run ahead.
 func (n *Network) ResyncNonce(ctx context.Context, signerAddr string) error {

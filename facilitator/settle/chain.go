@@ -17,6 +17,7 @@ package settle
 
 import (
 	"context"
+	"math/big"
 	"time"
 
 	"github.com/ardx-dev/ardx/facilitator/x402"
@@ -71,6 +72,9 @@ type Chain interface {
 	Receipt(ctx context.Context, hash string) (found, success bool, err error)
 	// AuthorizationUsed reads authorizationState(from, nonce) on the asset.
 	AuthorizationUsed(ctx context.Context, req *x402.PaymentRequest) (bool, error)
+	// PayerBalance reads the payer's balance of the asset at the latest
+	// block, in its smallest unit.
+	PayerBalance(ctx context.Context, req *x402.PaymentRequest) (*big.Int, error)
 	// ResyncNonce re-reads a signer's pending nonce from the chain (after a
 	// failed broadcast).
 	ResyncNonce(ctx context.Context, signer string) error

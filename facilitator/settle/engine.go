@@ -108,6 +108,9 @@ type network struct {
 	// inclusion is a moving average of the time from broadcast to receipt
 	// (nanoseconds; 0 until one is observed), which paces receipt polls.
 	inclusion atomic.Int64
+
+	mu    sync.Mutex
+	debts map[string]*debt // by lower-case payer: see debts.go
 }
 
 // inclusionTime returns the usual time from broadcast to receipt, or
@@ -175,7 +178,7 @@ func NewEngine(db *kv.DB, chains []Chain, opts Options) (*Engine, error) {
 		if c == nil {
 			return nil, errors.New("settle: nil chain")
 		}
-		n := &network{chain: c, id: c.ID(), queue: make(chan *job, queueSize)}
+		n := &network{chain: c, id: c.ID(), queue: make(chan *job, queueSize), debts: map[string]*debt{}}
 		if n.id == "" {
 			return nil, errors.New("settle: chain with empty id")
 		}

@@ -588,3 +588,60 @@ func TestSettleStaleSimulationSeesEmptiedPayer(t *testing.T) {
 		t.Fatalf("broadcasts = %d, want 0", broadcasts)
 	}
 }
+
+// Two payments from one payer that together exceed its balance: the second
+// is simulated against a state that does not hold the first's unmined
+// transfer. It must be held, not broadcast to revert at our gas, and fail
+// cleanly once the first is mined. When the balance covers both, both go.
+func TestSettlePayerOverspendIsHeldNotBroadcast(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		balance   int64
+		wantBoth  bool
+		wantCasts int
+	}{
+		{name: "balance covers one", balance: 1500, wantCasts: 1},
+		{name: "balance covers both", balance: 5000, wantBoth: true, wantCasts: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeChain()
+			c.autoMine = false
+			c.fund(payerA, tc.balance)
+			e, _ := newTestEngine(t, "", settle.Options{}, c)
+			first, second := newPayment(130), newPayment(131)
+			first.amount, second.amount = "1000", "1000"
+			answers := make(chan x402.SettleResponse, 2)
+			go func() { r, _ := mustSettle(t, e, first.body(t), ""); answers <- r }()
+			waitFor(t, func() bool { _, _, casts := c.reads(); return casts == 1 })
+			go func() { r, _ := mustSettle(t, e, second.body(t), ""); answers <- r }()
+			// The second is simulated (and passes: the first is not mined);
+			// give the worker time to decide on it before anything is mined.
+			waitFor(t, func() bool { sims, _, _ := c.reads(); return sims >= 2 })
+			time.Sleep(50 * time.Millisecond)
+			if _, reads, casts := c.reads(); casts != tc.wantCasts || reads == 0 {
+				t.Fatalf("before mining: broadcasts = %d (want %d), balance reads = %d", casts, tc.wantCasts, reads)
+			}
+			c.mine()
+			var ok, failed int
+			for range 2 {
+				select {
+				case r := <-answers:
+					switch {
+					case r.Success:
+						ok++
+					case r.ErrorReason == x402.ReasonInsufficientBalance && r.Transaction == "":
+						failed++
+					default:
+						t.Fatalf("answer %+v", r)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("a settlement did not finish")
+				}
+			}
+			transfers, broadcasts, _ := c.stats()
+			if tc.wantBoth && (ok != 2 || transfers != 2) || !tc.wantBoth && (ok != 1 || failed != 1 || transfers != 1 || broadcasts != 1) {
+				t.Fatalf("ok=%d failed=%d transfers=%d broadcasts=%d", ok, failed, transfers, broadcasts)
+			}
+		})
+	}
+}

@@ -39,6 +39,7 @@ type fakeChain struct {
 	transfers    int                 // successful transfers mined
 	broadcasts   int                 // transactions accepted into the pool
 	prepares     int                 // transactions signed
+	balanceReads int
 	simulations  int
 	resyncs      int
 	// simulationAge backdates every simulation, to exercise the worker's
@@ -311,6 +312,14 @@ func (c *fakeChain) burnNonce() {
 	c.accountNonce++
 }
 
+func (c *fakeChain) PayerBalance(ctx context.Context, req *x402.PaymentRequest) (*big.Int, error) {
+	c.calls.Add(1)
+	c.mu.Lock()
+	c.balanceReads++
+	c.mu.Unlock()
+	return c.balance(req.Payer()), nil
+}
+
 func (c *fakeChain) Receipt(ctx context.Context, hash string) (bool, bool, error) {
 	c.calls.Add(1)
 	if err := ctx.Err(); err != nil {
@@ -362,6 +371,12 @@ func (c *fakeChain) poolSize() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.pool)
+}
+
+func (c *fakeChain) reads() (simulations, balanceReads, broadcasts int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.simulations, c.balanceReads, c.broadcasts
 }
 
 func (c *fakeChain) simulated() int {

@@ -107,10 +107,12 @@ type signed struct {
 // for the first's record.
 func (e *Engine) processRun(n *network, run []*job) {
 	var (
-		ready  []signed
-		later  []*job
-		claims = map[string]bool{}
+		ready    []signed
+		later    []*job
+		claims   = map[string]bool{}
+		balances = runBalances{}
 	)
+	defer e.releaseIdle(n)
 	for _, j := range run {
 		f := j.f
 		authID := n.chain.AuthorizationID(j.req)
@@ -136,6 +138,13 @@ func (e *Engine) processRun(n *network, run []*job) {
 			}
 		}
 		ctx, cancel := e.chainCtx()
+		ok := e.affordable(ctx, n, j, balances)
+		cancel()
+		if !ok {
+			e.hold(n, j)
+			continue
+		}
+		ctx, cancel = e.chainCtx()
 		tx, err := n.chain.Sign(ctx, j.transfer)
 		cancel()
 		if err != nil {
@@ -283,6 +292,9 @@ func (e *Engine) broadcast(n *network, f *flight, rec *kv.Settlement, tx *Tx, re
 			e.resync(n, tx.Signer)
 		}
 		f.setHash(tx.Hash)
+		if f.req != nil {
+			n.owe(f.req)
+		}
 		go e.awaitReceipt(n, f, rec)
 		return true
 	case e.ctx.Err() != nil:
@@ -335,6 +347,9 @@ func (e *Engine) resolveUnbroadcast(ctx context.Context, n *network, f *flight, 
 // millisecond or two of mining, and Base's two-second blocks cost a handful
 // of calls per settlement.
 func (e *Engine) awaitReceipt(n *network, f *flight, rec *kv.Settlement) {
+	if f.req != nil {
+		defer e.paid(n, f.req)
+	}
 	sent := time.Now()
 	deadline := sent.Add(e.opts.ReceiptTimeout)
 	usual := n.inclusionTime(e.opts.ReceiptPoll)
