@@ -71,6 +71,10 @@ func (db *DB) AppendSearches(recs []SearchRecord) error {
 	}
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		log := tx.Bucket(bucketDemand)
+		// Keys only ever grow (time, then sequence): fill pages rather than
+		// split them in half, or the log takes twice its size on disk and
+		// in the mapped file.
+		log.FillPercent = appendFillPercent
 		daily := tx.Bucket(bucketDemandDaily)
 		days := map[string]*DemandDay{}
 		for i := range recs {

@@ -258,6 +258,7 @@ func (db *DB) ReplaceSource(source string, entries []Entry, now time.Time) ([]Ch
 		sb := tx.Bucket(bucketEntrySources)
 		tb := tx.Bucket(bucketEntryTypes)
 		cb := tx.Bucket(bucketChanges)
+		cb.FillPercent = appendFillPercent // sequence keys: append-only
 		emit := func(kind, id string) error {
 			c, err := appendChange(cb, Change{Time: now, Kind: kind, ID: id, Publisher: publisherOf(id), Source: source})
 			if err != nil {

@@ -21,6 +21,11 @@ import (
 // ErrNotFound is returned when a record does not exist.
 var ErrNotFound = errors.New("kv: not found")
 
+// appendFillPercent is the page fill for buckets whose keys only grow (the
+// demand log, change events). bbolt splits at half a page by default, which
+// suits random inserts and leaves append-only buckets half empty.
+const appendFillPercent = 0.95
+
 // FileName is the name of the bbolt file inside the data dir.
 const FileName = "ardx.db"
 
