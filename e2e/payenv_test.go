@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/ardx-dev/ardx/facilitator/evm"
 	"github.com/ardx-dev/ardx/facilitator/x402"
@@ -136,16 +137,22 @@ type payment struct {
 // short name for v1.
 func (e *payEnv) signPayment(t *testing.T, version int, network string, value *big.Int, nonce [32]byte) payment {
 	t.Helper()
+	return e.signPaymentAs(t, e.payerKey, e.merchant, version, network, value, nonce)
+}
+
+// signPaymentAs is signPayment for another payer key and merchant.
+func (e *payEnv) signPaymentAs(t *testing.T, key *ecdsa.PrivateKey, merchant common.Address, version int, network string, value *big.Int, nonce [32]byte) payment {
+	t.Helper()
 	now := time.Now().Unix()
 	auth := x402.Authorization{
-		From:        e.payer.Hex(),
-		To:          e.merchant.Hex(),
+		From:        crypto.PubkeyToAddress(key.PublicKey).Hex(),
+		To:          merchant.Hex(),
 		Value:       x402.Decimal(value.String()),
 		ValidAfter:  x402.Decimal(strconv.FormatInt(now-600, 10)),
 		ValidBefore: x402.Decimal(strconv.FormatInt(now+3600, 10)),
 		Nonce:       "0x" + hex.EncodeToString(nonce[:]),
 	}
-	sig, err := evm.SignAuthorization(e.payerKey, e.domain(), auth)
+	sig, err := evm.SignAuthorization(key, e.domain(), auth)
 	if err != nil {
 		t.Fatalf("sign authorization: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ecdsa"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,7 +21,6 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
-	"github.com/ardx-dev/ardx/facilitator/evm"
 	"github.com/ardx-dev/ardx/facilitator/x402"
 )
 
@@ -39,32 +36,11 @@ type benchPayer struct {
 }
 
 // signFor signs a v2 payment of value from payer to merchant with our
-// EIP-712 code, as signPayment does for the env's payer, and returns the
-// body and its authorization nonce.
+// EIP-712 code and returns the body and its authorization nonce.
 func (e *payEnv) signFor(t *testing.T, p benchPayer, merchant common.Address, value *big.Int) ([]byte, common.Hash) {
 	t.Helper()
-	nonce := randomNonce(t)
-	now := time.Now().Unix()
-	auth := x402.Authorization{
-		From: p.addr.Hex(), To: merchant.Hex(), Value: x402.Decimal(value.String()),
-		ValidAfter:  x402.Decimal(strconv.FormatInt(now-600, 10)),
-		ValidBefore: x402.Decimal(strconv.FormatInt(now+3600, 10)),
-		Nonce:       "0x" + hex.EncodeToString(nonce[:]),
-	}
-	sig, err := evm.SignAuthorization(p.key, e.domain(), auth)
-	if err != nil {
-		t.Fatalf("sign authorization: %v", err)
-	}
-	req := x402.PaymentRequirementsV2{
-		Scheme: x402.SchemeExact, Network: devNetwork, Amount: auth.Value, Asset: e.token.addr.Hex(),
-		PayTo: auth.To, MaxTimeoutSeconds: 300, Extra: &x402.Extra{Name: tokenName, Version: tokenVersion},
-	}
-	res := &x402.ResourceInfo{URL: "http://127.0.0.1/bench/resource", Description: "side-by-side benchmark"}
-	raw, err := json.Marshal(x402.NewRequestV2(x402.NewPayloadV2(res, req, auth, sig, nil), req))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw, common.Hash(nonce)
+	pay := e.signPaymentAs(t, p.key, merchant, x402.Version2, devNetwork, value, randomNonce(t))
+	return pay.body, pay.nonce
 }
 
 // loadResult is one closed-loop run against one facilitator.

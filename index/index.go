@@ -136,8 +136,8 @@ type Index struct {
 	writeMu sync.Mutex
 	probes  *probeSample
 
-	dfs     dfCache
-	results resultCache
+	dfs     *genCache[queryTerm]
+	results *genCache[SearchResult]
 
 	closeOnce sync.Once
 
@@ -297,7 +297,7 @@ func newIndex(b bleve.Index, log *slog.Logger) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{bleve: b, an: an, log: log}
+	ix := &Index{bleve: b, an: an, log: log, dfs: &genCache[queryTerm]{limit: dfCacheSize}, results: &genCache[SearchResult]{limit: resultCacheSize}}
 	raw, err := b.GetInternal(internalProbes)
 	if err != nil {
 		return nil, fmt.Errorf("index: read calibration probes: %w", err)

@@ -10,37 +10,40 @@ import (
 // resultCacheSize bounds the search results kept for one generation.
 const resultCacheSize = 4096
 
-// resultCache remembers search results for one index generation: any Put
-// or Delete makes them all stale. Agents ask a registry the same questions
-// over and over ("weather forecast"), and a repeated query then costs a map
-// lookup instead of scoring every doc that matches its terms.
-type resultCache struct {
-	mu      sync.Mutex
-	gen     uint64
-	results map[string]SearchResult
+// genCache remembers values computed from one index generation: any Put or
+// Delete makes them all stale. It holds at most limit values and starts
+// afresh when full. It backs the term statistics (dfs) and, since agents ask
+// a registry the same questions over and over ("weather forecast"), whole
+// search results, so a repeated query costs a map lookup instead of scoring
+// every doc that matches its terms. Values are shared: callers copy what
+// they may change.
+type genCache[V any] struct {
+	limit int
+
+	mu     sync.Mutex
+	gen    uint64
+	values map[string]V
 }
 
-func (c *resultCache) get(gen uint64, key string) (SearchResult, bool) {
+func (c *genCache[V]) get(gen uint64, key string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != gen {
-		return SearchResult{}, false
+		var zero V
+		return zero, false
 	}
-	r, ok := c.results[key]
-	if !ok {
-		return SearchResult{}, false
-	}
-	return SearchResult{Total: r.Total, Hits: slices.Clone(r.Hits)}, true
+	v, ok := c.values[key]
+	return v, ok
 }
 
-func (c *resultCache) put(gen uint64, key string, r SearchResult) {
+func (c *genCache[V]) put(gen uint64, key string, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen != gen || c.results == nil || len(c.results) >= resultCacheSize {
+	if c.gen != gen || c.values == nil || len(c.values) >= c.limit {
 		c.gen = gen
-		c.results = make(map[string]SearchResult, 256)
+		c.values = make(map[string]V, 256)
 	}
-	c.results[key] = SearchResult{Total: r.Total, Hits: slices.Clone(r.Hits)}
+	c.values[key] = v
 }
 
 // resultKey identifies a search: text, filter (keys sorted), viewer and the

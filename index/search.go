@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search"
@@ -57,6 +56,7 @@ func (ix *Index) Search(ctx context.Context, req SearchRequest) (SearchResult, e
 	gen, quiet := ix.gen.Load(), ix.writing.Load() == 0
 	if quiet {
 		if r, ok := ix.results.get(gen, key); ok {
+			r.Hits = slices.Clone(r.Hits)
 			// Scores follow the calibration now in force, as a fresh
 			// search's would.
 			if k := ix.scale(ctx); k > 0 {
@@ -69,7 +69,7 @@ func (ix *Index) Search(ctx context.Context, req SearchRequest) (SearchResult, e
 	}
 	out, err := ix.search(ctx, req, from, size)
 	if err == nil && quiet && ix.writing.Load() == 0 && ix.gen.Load() == gen {
-		ix.results.put(gen, key, out)
+		ix.results.put(gen, key, SearchResult{Total: out.Total, Hits: slices.Clone(out.Hits)})
 	}
 	return out, err
 }
@@ -247,7 +247,7 @@ func (ix *Index) textQuery(ctx context.Context, text string) (textMatch, error) 
 					qt.maxDF = max(qt.maxDF, n)
 				}
 			}
-			ix.dfs.put(gen, qt)
+			ix.dfs.put(gen, qt.term, qt)
 		}
 		if len(qt.fields) == 0 {
 			continue
@@ -367,35 +367,7 @@ func anyOf(field string, values []string) query.Query {
 	return disjunction(qs)
 }
 
-// dfCacheSize bounds the term statistics cache.
+// dfCacheSize bounds the term statistics cache. Looking a term's document
+// frequency up costs a dictionary probe per segment, a large share of a
+// short query's cost, and query terms repeat.
 const dfCacheSize = 20000
-
-// dfCache remembers the document frequency of query terms for one index
-// generation: any Put or Delete empties it. Looking it up costs a
-// dictionary probe per segment, a large share of a short query's cost, and
-// query terms repeat.
-type dfCache struct {
-	mu    sync.Mutex
-	gen   uint64
-	terms map[string]queryTerm
-}
-
-func (c *dfCache) get(gen uint64, term string) (queryTerm, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen {
-		return queryTerm{}, false
-	}
-	qt, ok := c.terms[term]
-	return qt, ok
-}
-
-func (c *dfCache) put(gen uint64, qt queryTerm) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen || c.terms == nil || len(c.terms) >= dfCacheSize {
-		c.gen = gen
-		c.terms = make(map[string]queryTerm, 256)
-	}
-	c.terms[qt.term] = qt
-}

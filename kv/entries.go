@@ -73,25 +73,34 @@ func (db *DB) GetEntry(id string) (Entry, error) {
 // transaction; identifiers that do not exist are absent from the map.
 func (db *DB) GetEntries(ids []string) (map[string]Entry, error) {
 	out := make(map[string]Entry, len(ids))
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketEntries)
-		for _, id := range ids {
-			raw := b.Get([]byte(id))
-			if raw == nil {
-				continue
-			}
-			e, err := decodeEntry(raw)
-			if err != nil {
-				return fmt.Errorf("decode entry %q: %w", id, err)
-			}
-			out[id] = e
+	err := db.eachRecord(ids, func(id string, raw []byte) error {
+		e, err := decodeEntry(raw)
+		if err != nil {
+			return fmt.Errorf("decode entry %q: %w", id, err)
 		}
+		out[id] = e
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kv: get entries: %w", err)
 	}
 	return out, nil
+}
+
+// eachRecord calls fn with the stored record of every identifier in ids
+// that exists, in one read transaction; raw is valid only during the call.
+func (db *DB) eachRecord(ids []string, fn func(id string, raw []byte) error) error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEntries)
+		for _, id := range ids {
+			if raw := b.Get([]byte(id)); raw != nil {
+				if err := fn(id, raw); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // EntryBody is what a search result needs of an entry: its body and owner.
@@ -106,27 +115,20 @@ type EntryBody struct {
 // GetEntries' cost, for the search hot path.
 func (db *DB) GetEntryBodies(ids []string) (map[string]EntryBody, error) {
 	out := make(map[string]EntryBody, len(ids))
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketEntries)
-		for _, id := range ids {
-			raw := b.Get([]byte(id))
-			if raw == nil {
-				continue
-			}
-			i := bytes.IndexByte(raw, '\n')
-			if i < 0 {
-				return fmt.Errorf("decode entry %q: corrupt entry record", id)
-			}
-			var h struct {
-				Owner string `json:"owner"`
-			}
-			if bytes.Contains(raw[:i], []byte(`"owner"`)) {
-				if err := json.Unmarshal(raw[:i], &h); err != nil {
-					return fmt.Errorf("decode entry %q: %w", id, err)
-				}
-			}
-			out[id] = EntryBody{Body: bytes.Clone(raw[i+1:]), Owner: h.Owner}
+	err := db.eachRecord(ids, func(id string, raw []byte) error {
+		i := bytes.IndexByte(raw, '\n')
+		if i < 0 {
+			return fmt.Errorf("decode entry %q: corrupt entry record", id)
 		}
+		var h struct {
+			Owner string `json:"owner"`
+		}
+		if bytes.Contains(raw[:i], []byte(`"owner"`)) {
+			if err := json.Unmarshal(raw[:i], &h); err != nil {
+				return fmt.Errorf("decode entry %q: %w", id, err)
+			}
+		}
+		out[id] = EntryBody{Body: bytes.Clone(raw[i+1:]), Owner: h.Owner}
 		return nil
 	})
 	if err != nil {
