@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -302,5 +303,26 @@ func benchSearchHTTP(b *testing.B, n int, unique bool) {
 	}
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+	// Resident memory of this process (server, index, kv and the corpus
+	// builder alike) right after the load; the served binary alone is
+	// measured with the real process in the closing notes.
+	if kb := procStatusKB("VmRSS"); kb > 0 {
+		b.ReportMetric(float64(kb)/1024, "rss-MB")
+	}
 	b.ReportMetric(0, "ns/op") // wall time per op is meaningless with 8 clients; percentiles are the result
+}
+
+// procStatusKB reads a "kB" field of /proc/self/status (Linux); 0 elsewhere.
+func procStatusKB(field string) int {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return n
+		}
+	}
+	return 0
 }
