@@ -7,8 +7,20 @@ import (
 	"sync"
 )
 
-// resultCacheSize bounds the search results kept for one generation.
-const resultCacheSize = 4096
+// Result cache bounds: how many results one generation keeps, and which
+// results are worth keeping. A hostile caller's long query texts or deep
+// pages must not turn the cache into memory: a key is at most 1 KiB and a
+// result at most 100 hits, so the cache stays under ~45 MB.
+const (
+	resultCacheSize    = 4096
+	maxCachedKeyBytes  = 1024
+	maxCachedHitsCount = 100
+)
+
+// cacheable reports whether a result may be kept under key.
+func cacheable(key string, r SearchResult) bool {
+	return len(key) <= maxCachedKeyBytes && len(r.Hits) <= maxCachedHitsCount
+}
 
 // genCache remembers values computed from one index generation: any Put or
 // Delete makes them all stale. It holds at most limit values and starts

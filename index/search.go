@@ -68,7 +68,7 @@ func (ix *Index) Search(ctx context.Context, req SearchRequest) (SearchResult, e
 		}
 	}
 	out, err := ix.search(ctx, req, from, size)
-	if err == nil && quiet && ix.writing.Load() == 0 && ix.gen.Load() == gen {
+	if err == nil && quiet && cacheable(key, out) && ix.writing.Load() == 0 && ix.gen.Load() == gen {
 		ix.results.put(gen, key, SearchResult{Total: out.Total, Hits: slices.Clone(out.Hits)})
 	}
 	return out, err
@@ -247,7 +247,9 @@ func (ix *Index) textQuery(ctx context.Context, text string) (textMatch, error) 
 					qt.maxDF = max(qt.maxDF, n)
 				}
 			}
-			ix.dfs.put(gen, qt.term, qt)
+			if len(qt.term) <= maxCachedTermBytes {
+				ix.dfs.put(gen, qt.term, qt)
+			}
 		}
 		if len(qt.fields) == 0 {
 			continue
@@ -371,3 +373,7 @@ func anyOf(field string, values []string) query.Query {
 // frequency up costs a dictionary probe per segment, a large share of a
 // short query's cost, and query terms repeat.
 const dfCacheSize = 20000
+
+// maxCachedTermBytes keeps a hostile query's giant tokens out of the term
+// statistics cache (20,000 of them must stay small).
+const maxCachedTermBytes = 128

@@ -1,0 +1,36 @@
+package index
+
+import (
+	"strings"
+	"testing"
+)
+
+// The caches must stay small whatever callers send.
+func TestCacheBounds(t *testing.T) {
+	ten := SearchResult{Hits: make([]Hit, 10)}
+	tests := []struct {
+		name string
+		key  string
+		r    SearchResult
+		want bool
+	}{
+		{"ordinary search", resultKey(SearchRequest{Text: "weather forecast"}, 0, 10), ten, true},
+		{"long text", resultKey(SearchRequest{Text: strings.Repeat("w", 2000)}, 0, 10), ten, false},
+		{"deep page", "k", SearchResult{Hits: make([]Hit, maxCachedHitsCount+1)}, false},
+	}
+	for _, tc := range tests {
+		if got := cacheable(tc.key, tc.r); got != tc.want {
+			t.Errorf("%s: cacheable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	c := &genCache[int]{limit: 3}
+	for i, k := range []string{"a", "b", "c", "d"} {
+		c.put(1, k, i)
+	}
+	if _, ok := c.get(1, "a"); ok || len(c.values) > 3 {
+		t.Fatalf("cache over its limit: %d values", len(c.values))
+	}
+	if _, ok := c.get(2, "d"); ok {
+		t.Fatal("a value of generation 1 answered for generation 2")
+	}
+}
