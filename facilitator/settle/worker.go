@@ -51,13 +51,14 @@ func (e *Engine) work(n *network) {
 		for len(run) < maxRun {
 			select {
 			case k := <-n.queue:
-				switch {
-				case !k.readyNow() || !e.plain(k) && !k.skip:
-					next = k
-					break collect
-				case !k.skip:
-					run = append(run, k)
+				if k.readyNow() && k.skip {
+					continue // its failure is recorded: nothing left to do
 				}
+				if !k.readyNow() || !e.plain(k) {
+					next = k // the head of the next turn
+					break collect
+				}
+				run = append(run, k)
 			default:
 				break collect
 			}
