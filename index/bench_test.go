@@ -1,18 +1,16 @@
 package index_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/internal/shareddata"
 )
 
 // toolsdkDocs maps the toolsdk MCP package list to docs: one per package
@@ -20,28 +18,10 @@ import (
 // benchmark when the shared data is absent.
 func toolsdkDocs(tb testing.TB) []index.Doc {
 	tb.Helper()
-	raw, err := os.ReadFile(filepath.Join(sharedData(tb, "toolsdk"), "packages-list.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var pkgs map[string]struct {
-		Category string `json:"category"`
-		Tools    map[string]struct {
-			Name        string `json:"name"`
-			Description string `json:"description"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(raw, &pkgs); err != nil {
-		tb.Fatal(err)
-	}
-	names := make([]string, 0, len(pkgs))
-	for n := range pkgs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	pkgs := shareddata.Toolsdk(tb)
 	var docs []index.Doc
-	for i, n := range names {
-		p := pkgs[n]
+	for i, p := range pkgs {
+		n := p.Name
 		publisher := strings.TrimPrefix(strings.SplitN(n, "/", 2)[0], "@") + ".example"
 		short := n[strings.LastIndex(n, "/")+1:]
 		created := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Hour)
@@ -51,17 +31,11 @@ func toolsdkDocs(tb testing.TB) []index.Doc {
 			Publisher: publisher, Type: "mcp", Version: "1.0.0", CreatedAt: created, UpdatedAt: created,
 		}
 		var descs []string
-		tools := make([]string, 0, len(p.Tools))
-		for tn := range p.Tools {
-			tools = append(tools, tn)
-		}
-		sort.Strings(tools)
-		for _, tn := range tools {
-			t := p.Tools[tn]
+		for _, t := range p.Tools {
 			pkg.Text = append(pkg.Text, t.Name)
 			descs = append(descs, t.Description)
 			docs = append(docs, index.Doc{
-				ID: pkg.ID + ":" + tn, Name: t.Name, DisplayName: t.Name, Description: t.Description,
+				ID: pkg.ID + ":" + t.Key, Name: t.Name, DisplayName: t.Name, Description: t.Description,
 				Tags: []string{p.Category}, Capabilities: []string{"tools"}, Publisher: publisher,
 				Type: "mcp-tool", Version: "1.0.0", CreatedAt: created, UpdatedAt: created,
 			})

@@ -1,34 +1,13 @@
 package index_test
 
 import (
-	"encoding/csv"
-	"encoding/json"
-	"errors"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 
 	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/internal/shareddata"
 )
-
-// sharedData locates the shared data sets (never part of the project):
-// $ARDX_SHARED_DATA, else ../../shared/data relative to this package. It
-// skips the test when the folder is absent, as on a user's machine.
-func sharedData(tb testing.TB, sub string) string {
-	tb.Helper()
-	dir := os.Getenv("ARDX_SHARED_DATA")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "data")
-	}
-	p := filepath.Join(dir, sub)
-	if _, err := os.Stat(p); err != nil {
-		tb.Skipf("shared data %s not available (set ARDX_SHARED_DATA): %v", p, err)
-	}
-	return p
-}
 
 type labelledQuery struct{ text, want string }
 
@@ -36,38 +15,14 @@ type labelledQuery struct{ text, want string }
 // the labelled queries are never indexed) and its labelled queries.
 func loadMetaTool(tb testing.TB) ([]index.Doc, []labelledQuery) {
 	tb.Helper()
-	dir := sharedData(tb, "metatool")
-	raw, err := os.ReadFile(filepath.Join(dir, "plugin_des.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var tools map[string]string
-	if err := json.Unmarshal(raw, &tools); err != nil {
-		tb.Fatal(err)
-	}
+	tools, queries := shareddata.MetaTool(tb)
 	docs := make([]index.Doc, 0, len(tools))
-	for name, desc := range tools {
-		docs = append(docs, index.Doc{ID: "urn:metatool:" + name, Name: name, Description: desc, Type: "plugin"})
+	for _, t := range tools {
+		docs = append(docs, index.Doc{ID: "urn:metatool:" + t.Name, Name: t.Name, Description: t.Description, Type: "plugin"})
 	}
-	f, err := os.Open(filepath.Join(dir, "all_clean_data.csv"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	r := csv.NewReader(f)
-	if _, err := r.Read(); err != nil { // header
-		tb.Fatal(err)
-	}
-	var qs []labelledQuery
-	for {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			tb.Fatal(err)
-		}
-		qs = append(qs, labelledQuery{text: rec[0], want: "urn:metatool:" + rec[1]})
+	qs := make([]labelledQuery, 0, len(queries))
+	for _, q := range queries {
+		qs = append(qs, labelledQuery{text: q.Text, want: "urn:metatool:" + q.Tool})
 	}
 	return docs, qs
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,36 +16,11 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/internal/shareddata"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry"
 	"github.com/ardx-dev/ardx/registry/ingest"
 )
-
-// The search benchmark's corpus: the toolsdk MCP package list (outside the
-// repository, see /work/shared/data/README.md) mapped to ARD entries and
-// perturbed up to the wanted size. Built once per size per process.
-const toolsdkCorpus = "toolsdk/packages-list.json"
-
-// loadToolsdk reads the toolsdk package list from the shared data dir and
-// returns its package names in order; it skips when the data is absent.
-func loadToolsdk(tb testing.TB) ([]string, map[string]toolsdkPackage) {
-	tb.Helper()
-	path := filepath.Join(sharedData(tb), toolsdkCorpus)
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		tb.Skipf("benchmark corpus %s absent (%v); it lives outside the repository", path, err)
-	}
-	var pkgs map[string]toolsdkPackage
-	if err := json.Unmarshal(raw, &pkgs); err != nil {
-		tb.Fatal(err)
-	}
-	names := make([]string, 0, len(pkgs))
-	for name := range pkgs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names, pkgs
-}
 
 type benchCorpus struct {
 	dir     string
@@ -70,14 +44,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type toolsdkPackage struct {
-	Category string `json:"category"`
-	Tools    map[string]struct {
-		Name        string `json:"name"`
-		Description string `json:"description"`
-	} `json:"tools"`
-}
-
 // urnPart keeps what an ARD URN segment allows.
 func urnPart(s string) string {
 	var b strings.Builder
@@ -99,16 +65,16 @@ func loadBenchCorpus(b *testing.B, n int) *benchCorpus {
 	if c := benchCorpora[n]; c != nil {
 		return c
 	}
-	names, pkgs := loadToolsdk(b)
+	pkgs := shareddata.Toolsdk(b)
 
 	type base struct {
 		name, publisher, display, desc, category string
 		tools                                    []string
 	}
-	bases := make([]base, 0, len(names))
+	bases := make([]base, 0, len(pkgs))
 	var queries []string
-	for _, name := range names {
-		p := pkgs[name]
+	for _, p := range pkgs {
+		name := p.Name
 		publisher, short := "npm.test", name
 		if strings.HasPrefix(name, "@") {
 			if i := strings.Index(name, "/"); i > 0 {
@@ -118,13 +84,7 @@ func loadBenchCorpus(b *testing.B, n int) *benchCorpus {
 		bs := base{name: urnPart(short), publisher: strings.Trim(publisher, "."), category: p.Category,
 			display: strings.ReplaceAll(short, "-", " ")}
 		var descs []string
-		toolNames := make([]string, 0, len(p.Tools))
-		for tn := range p.Tools {
-			toolNames = append(toolNames, tn)
-		}
-		sort.Strings(toolNames)
-		for _, tn := range toolNames {
-			t := p.Tools[tn]
+		for _, t := range p.Tools {
 			bs.tools = append(bs.tools, t.Name)
 			descs = append(descs, t.Description)
 			if len(queries) < 400 && len(t.Description) > 20 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardx-dev/ardx/internal/shareddata"
 	"github.com/ardx-dev/ardx/registry"
 )
 
@@ -19,11 +20,9 @@ import (
 // and reports latency percentiles. Queries are the first words of tool
 // descriptions, so most have matches.
 func BenchmarkToolsQuery(b *testing.B) {
-	names, pkgs := loadToolsdk(b)
 	var bodies, queries []string
-	for _, name := range names {
-		p := pkgs[name]
-		server := urnPart(name)
+	for _, p := range shareddata.Toolsdk(b) {
+		server := urnPart(p.Name)
 		if server == "" || len(p.Tools) == 0 {
 			continue
 		}

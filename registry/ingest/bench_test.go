@@ -9,13 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/internal/shareddata"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry/ingest"
 )
@@ -49,49 +49,14 @@ func generatedManifest(tb testing.TB, n int) []byte {
 
 var nonURN = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
 
-// toolsdkPackage is one package of the toolsdk list.
-type toolsdkPackage struct {
-	Category string `json:"category"`
-	Tools    map[string]struct {
-		Name        string `json:"name"`
-		Description string `json:"description"`
-	} `json:"tools"`
-}
-
-// loadToolsdk reads the toolsdk MCP package list (shared test data, not
-// shipped) and returns its package names in order, skipping when the shared
-// data is absent.
-func loadToolsdk(tb testing.TB) ([]string, map[string]toolsdkPackage) {
-	tb.Helper()
-	dir := os.Getenv("ARDX_SHARED_DATA")
-	if dir == "" {
-		dir = "../../../shared/data"
-	}
-	raw, err := os.ReadFile(dir + "/toolsdk/packages-list.json")
-	if err != nil {
-		tb.Skipf("toolsdk data not available (%v); skipping", err)
-	}
-	var pkgs map[string]toolsdkPackage
-	if err := json.Unmarshal(raw, &pkgs); err != nil {
-		tb.Fatal(err)
-	}
-	names := make([]string, 0, len(pkgs))
-	for name := range pkgs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names, pkgs
-}
-
 // toolsdkManifest maps the toolsdk MCP package list (shared test data, not
 // shipped) to a manifest: one MCP server entry per package, its tools inline.
 func toolsdkManifest(tb testing.TB) ([]byte, int) {
 	tb.Helper()
-	names, pkgs := loadToolsdk(tb)
 	var entries []map[string]any
 	seen := map[string]bool{}
-	for _, name := range names {
-		p := pkgs[name]
+	for _, p := range shareddata.Toolsdk(tb) {
+		name := p.Name
 		slug := strings.Trim(nonURN.ReplaceAllString(name, "-"), "-.")
 		id := "urn:air:toolsdk.example:" + nonURN.ReplaceAllString(p.Category, "-") + ":" + slug
 		if slug == "" || seen[id] {

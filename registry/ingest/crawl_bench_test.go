@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"io/fs"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ardx-dev/ardx/internal/shareddata"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry/ingest"
 )
@@ -20,11 +21,10 @@ import (
 // carrying the transport and the tool name to call.
 func toolsdkServersAndTools(tb testing.TB) (body []byte, servers, tools int) {
 	tb.Helper()
-	names, pkgs := loadToolsdk(tb)
 	var entries []map[string]any
 	seen := map[string]bool{}
-	for _, name := range names {
-		p := pkgs[name]
+	for _, p := range shareddata.Toolsdk(tb) {
+		name := p.Name
 		slug := strings.Trim(nonURN.ReplaceAllString(name, "-"), "-.")
 		serverID := "urn:air:toolsdk.example:mcp:" + slug
 		if slug == "" || seen[serverID] {
@@ -32,11 +32,11 @@ func toolsdkServersAndTools(tb testing.TB) (body []byte, servers, tools int) {
 		}
 		seen[serverID] = true
 		servers++
-		var toolNames []string
-		for _, t := range p.Tools {
+		byName := slices.SortedFunc(slices.Values(p.Tools), func(a, b shareddata.Tool) int { return strings.Compare(a.Name, b.Name) })
+		toolNames := make([]string, 0, len(byName))
+		for _, t := range byName {
 			toolNames = append(toolNames, t.Name)
 		}
-		sort.Strings(toolNames)
 		entries = append(entries, map[string]any{
 			"identifier":   serverID,
 			"displayName":  name,
@@ -46,8 +46,7 @@ func toolsdkServersAndTools(tb testing.TB) (body []byte, servers, tools int) {
 			"tags":         []string{p.Category},
 			"capabilities": toolNames,
 		})
-		for _, tn := range toolNames {
-			t := p.Tools[tn]
+		for _, t := range byName {
 			ts := strings.Trim(nonURN.ReplaceAllString(t.Name, "-"), "-.")
 			id := serverID + ":" + ts
 			if ts == "" || seen[id] {

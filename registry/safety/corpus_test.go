@@ -1,45 +1,28 @@
 package safety_test
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"sort"
+	"cmp"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/ardx-dev/ardx/internal/shareddata"
 	"github.com/ardx-dev/ardx/registry/safety"
 )
 
-// toolsdkPath is the shared corpus of 8,010 public tool descriptions. It is
-// not part of the project; the test skips where it is absent.
-var toolsdkPath = filepath.Join("..", "..", "..", "shared", "data", "toolsdk", "packages-list.json")
-
+// loadToolsdk returns the 8,010 public tool descriptions of the shared
+// toolsdk corpus (not part of the project; the test skips where absent),
+// ordered by server, then tool.
 func loadToolsdk(tb testing.TB) []safety.Tool {
 	tb.Helper()
-	b, err := os.ReadFile(toolsdkPath)
-	if err != nil {
-		tb.Skipf("toolsdk corpus not available (%v): skipping the false-positive measurement", err)
-	}
-	var pkgs map[string]struct {
-		Tools map[string]struct {
-			Name        string `json:"name"`
-			Description string `json:"description"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(b, &pkgs); err != nil {
-		tb.Fatal(err)
-	}
 	var tools []safety.Tool
-	for pkg, p := range pkgs {
+	for _, p := range shareddata.Toolsdk(tb) {
 		for _, t := range p.Tools {
-			tools = append(tools, safety.Tool{Server: pkg, Name: t.Name, Description: t.Description})
+			tools = append(tools, safety.Tool{Server: p.Name, Name: t.Name, Description: t.Description})
 		}
 	}
-	sort.Slice(tools, func(i, j int) bool {
-		if tools[i].Server != tools[j].Server {
-			return tools[i].Server < tools[j].Server
-		}
-		return tools[i].Name < tools[j].Name
+	slices.SortFunc(tools, func(a, b safety.Tool) int {
+		return cmp.Or(strings.Compare(a.Server, b.Server), strings.Compare(a.Name, b.Name))
 	})
 	return tools
 }
