@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/kv/kvtest"
 )
 
 func TestCatalogueEntries(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	t0 := time.Date(2026, 4, 1, 10, 0, 0, 0, time.UTC)
 	e := kv.CatalogueEntry{Key: "GET https://a.test/x", Resource: "https://a.test/x", Type: "http", Method: "GET",
 		Accepts: []byte(`[{"amount":"1"}]`), Amount: "1", LastSeen: t0, Settlements: 1}
@@ -40,7 +41,7 @@ func TestCatalogueEntries(t *testing.T) {
 }
 
 func TestEchoPaymentCaps(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	pay := func(id, day, payer string) (kv.EchoPayment, error) {
 		return db.ReserveEchoPayment(kv.EchoPayment{ID: id, Day: day, Payer: payer, Amount: "1000"}, 2, 3)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/kv/kvtest"
 )
 
 func TestAppendSearchesAndReadBack(t *testing.T) {
@@ -86,7 +87,7 @@ func TestAppendSearchesAndReadBack(t *testing.T) {
 }
 
 func TestAppendSearchesRejectsRecordWithoutTime(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	err := db.AppendSearches([]kv.SearchRecord{{Time: time.Now(), Text: "ok"}, {Text: "no time"}})
 	if err == nil {
 		t.Fatal("record without time accepted")
@@ -99,7 +100,7 @@ func TestAppendSearchesRejectsRecordWithoutTime(t *testing.T) {
 }
 
 func BenchmarkAppendSearches(b *testing.B) {
-	db := mustOpenDB(b)
+	db := kvtest.Open(b)
 	group := make([]kv.SearchRecord, 64)
 	for i := range group {
 		group[i] = kv.SearchRecord{Time: time.Now(), Text: "weather forecast tools",

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/kv/kvtest"
 )
 
 func entry(id, typ, extra string) kv.Entry {
@@ -111,7 +112,7 @@ func TestReplaceSource(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			db := mustOpenDB(t)
+			db := kvtest.Open(t)
 			for i, st := range tc.steps {
 				got, err := db.ReplaceSource(st.source, st.entries, t0.Add(time.Duration(i)*time.Hour))
 				if err != nil {
@@ -159,7 +160,7 @@ func TestReplaceSource(t *testing.T) {
 }
 
 func TestReplaceSourceTimestamps(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	id := "urn:air:a.test:one"
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	mustReplace := func(e kv.Entry, at time.Time) {
@@ -195,7 +196,7 @@ func TestReplaceSourceTimestamps(t *testing.T) {
 }
 
 func TestReplaceSourceRejectsBadInput(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	tests := []struct {
 		name    string
 		source  string
@@ -223,7 +224,7 @@ func TestReplaceSourceRejectsBadInput(t *testing.T) {
 }
 
 func TestGetEntries(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	ids := []string{"urn:air:a.test:one", "urn:air:a.test:two"}
 	if _, err := db.ReplaceSource("s", []kv.Entry{entry(ids[0], "t", ""), entry(ids[1], "t", "")}, time.Now()); err != nil {
 		t.Fatal(err)
@@ -276,7 +277,7 @@ func TestEntriesAndChangesSurviveReopen(t *testing.T) {
 }
 
 func TestChangesPaging(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	var all []kv.Entry
 	for i := range 7 {
 		all = append(all, entry(fmt.Sprintf("urn:air:p%d.test:e", i), "t", ""))
@@ -315,7 +316,7 @@ func TestChangesPaging(t *testing.T) {
 }
 
 func BenchmarkReplaceSource(b *testing.B) {
-	db := mustOpenDB(b)
+	db := kvtest.Open(b)
 	const n = 5000
 	entries := make([]kv.Entry, n)
 	for i := range entries {
@@ -336,7 +337,7 @@ func BenchmarkReplaceSource(b *testing.B) {
 }
 
 func TestGetEntryBodiesAgreesWithGetEntries(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	public := entry("urn:air:a.test:public", "t", `,"description":"says \"owner\" in words"`)
 	private := entry("urn:air:b.test:private", "t", "")
 	private.Owner = "b.test"
@@ -366,7 +367,7 @@ func TestGetEntryBodiesAgreesWithGetEntries(t *testing.T) {
 }
 
 func TestHasEntries(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	if any, err := db.HasEntries(); err != nil || any {
 		t.Fatalf("empty store: HasEntries = %v, %v", any, err)
 	}

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/kv/kvtest"
 )
 
 func TestFetchCache(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	const u = "https://a.test/openapi.json"
 	if _, err := db.GetCachedFetch(u); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("empty cache: %v", err)
@@ -37,7 +38,7 @@ func TestFetchCache(t *testing.T) {
 }
 
 func TestCrawlStatesAndEntrySources(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	now := time.Now()
 	for _, d := range []string{"B.test", "a.test"} {
 		if err := db.PutCrawlState(kv.CrawlState{Domain: d, Sources: []string{"https://" + d + "/x"}, CrawledAt: now}); err != nil {

@@ -7,16 +7,6 @@ import (
 	"github.com/ardx-dev/ardx/kv"
 )
 
-func mustOpenDB(tb testing.TB) *kv.DB {
-	tb.Helper()
-	db, err := kv.Open(tb.TempDir(), kv.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
-}
-
 func TestCountersSurviveReopen(t *testing.T) {
 	dir := t.TempDir()
 	db, err := kv.Open(dir, kv.Options{})

@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/kv/kvtest"
 )
 
 func TestProbeCountsWindowAndLast(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	day := func(d int, h int) time.Time { return time.Date(2025, 3, d, h, 0, 0, 0, time.UTC) }
 	records := []struct {
 		target string
@@ -70,7 +71,7 @@ func TestProbeCountsWindowAndLast(t *testing.T) {
 }
 
 func TestRecordProbeReturnsPrevious(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	prev, err := db.RecordProbe("x", at, true, "")
 	if err != nil || !prev.At.IsZero() {
@@ -83,7 +84,7 @@ func TestRecordProbeReturnsPrevious(t *testing.T) {
 }
 
 func TestRecordProbeRejectsBadTargets(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	for _, target := range []string{"", "a\x00b"} {
 		if _, err := db.RecordProbe(target, time.Now(), true, ""); !errors.Is(err, kv.ErrBadProbeTarget) {
 			t.Errorf("RecordProbe(%q) err = %v, want ErrBadProbeTarget", target, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/kv/kvtest"
 )
 
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -93,7 +94,7 @@ func TestSettlementLifecycleSurvivesReopen(t *testing.T) {
 }
 
 func TestSettlementFinalIsImmutableAndCountedOnce(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	a := pendingSettlement("body-a", "auth-1", 1)
 	if err := db.RecordSettlementIntent(a); err != nil {
 		t.Fatal(err)
@@ -141,7 +142,7 @@ func TestSettlementAuthorizationClaims(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			db := mustOpenDB(t)
+			db := kvtest.Open(t)
 			a := pendingSettlement("body-a", "auth-1", 1)
 			if err := db.RecordSettlementIntent(a); err != nil {
 				t.Fatal(err)
@@ -170,7 +171,7 @@ func TestSettlementAuthorizationClaims(t *testing.T) {
 }
 
 func TestSettlementReplacedIntentMovesClaim(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	if err := db.RecordSettlementIntent(pendingSettlement("body-a", "auth-1", 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestSettlementReplacedIntentMovesClaim(t *testing.T) {
 }
 
 func TestSettlementFailedWithoutIntent(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	s := finished(kv.Settlement{BodyKey: "body-x", Network: "unknown"}, kv.SettlementFailed, "sanctioned_address")
 	stored, err := db.FinishSettlement(s, true)
 	if err != nil {
@@ -211,7 +212,7 @@ func TestSettlementFailedWithoutIntent(t *testing.T) {
 }
 
 func TestPendingSettlementsInNonceOrder(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	for _, n := range []uint64{5, 3, 9, 4} {
 		if err := db.RecordSettlementIntent(pendingSettlement(fmt.Sprintf("body-%d", 10-n), fmt.Sprintf("auth-%d", n), n)); err != nil {
 			t.Fatal(err)
@@ -245,7 +246,7 @@ func TestBindIdempotencyKey(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			db := mustOpenDB(t)
+			db := kvtest.Open(t)
 			if got, err := db.BindIdempotencyKey("key-1", "body-a", t0, tc.ttl); err != nil || got != "body-a" {
 				t.Fatalf("first bind = %q, %v", got, err)
 			}
@@ -258,7 +259,7 @@ func TestBindIdempotencyKey(t *testing.T) {
 }
 
 func TestBindIdempotencyKeyConcurrentFirstWins(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	var wg sync.WaitGroup
 	results := make([]string, 16)
 	for i := range results {
@@ -279,7 +280,7 @@ func TestBindIdempotencyKeyConcurrentFirstWins(t *testing.T) {
 }
 
 func TestFinishSettlementConcurrentCountsOnce(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	a := pendingSettlement("body-a", "auth-1", 1)
 	if err := db.RecordSettlementIntent(a); err != nil {
 		t.Fatal(err)
@@ -307,7 +308,7 @@ func TestFinishSettlementConcurrentCountsOnce(t *testing.T) {
 }
 
 func TestRecordSettlementIntentsAllOrNone(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	if err := db.RecordSettlementIntent(pendingSettlement("owner", "auth-taken", 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +340,7 @@ func TestRecordSettlementIntentsAllOrNone(t *testing.T) {
 // Concurrent writers share commits; a writer whose function fails must get
 // its own error without taking the others' writes down with it.
 func TestGroupedWritesKeepTheirOwnOutcomes(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	if err := db.RecordSettlementIntent(pendingSettlement("owner", "auth-taken", 0)); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/facilitator/evm"
-	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/kv/kvtest"
 	"github.com/ardx-dev/ardx/probe"
 )
 
@@ -63,16 +63,6 @@ func FuzzWilsonLowerBound(f *testing.F) {
 	})
 }
 
-func mustOpenDB(tb testing.TB) *kv.DB {
-	tb.Helper()
-	db, err := kv.Open(tb.TempDir(), kv.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
-}
-
 // clock is a settable test clock.
 type clock struct {
 	mu  sync.Mutex
@@ -87,7 +77,7 @@ func (c *clock) Add(d time.Duration) {
 }
 
 func TestSchedulerCountsWithholdsAndReportsChanges(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	clk := &clock{now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
 	var failing atomic.Bool
 	var changes []probe.Change
@@ -150,7 +140,7 @@ func TestSchedulerCountsWithholdsAndReportsChanges(t *testing.T) {
 }
 
 func TestSchedulerStartAndClose(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	var n atomic.Int64
 	s, err := probe.New(db, []probe.Target{{Name: "t", Check: func(context.Context) error { n.Add(1); return nil }}},
 		probe.Options{Interval: 5 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
@@ -178,7 +168,7 @@ func TestSchedulerStartAndClose(t *testing.T) {
 }
 
 func TestNewRejectsBadTargets(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	ok := func(context.Context) error { return nil }
 	tests := []struct {
 		name    string

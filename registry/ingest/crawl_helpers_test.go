@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/kv/kvtest"
 	"github.com/ardx-dev/ardx/registry/ingest"
 	"github.com/ardx-dev/ardx/web"
 )
@@ -250,7 +251,7 @@ func newCrawler(tb testing.TB, p *publishers, domains ...string) *ingest.Ingeste
 		resolve[d] = p.addr()
 	}
 	return &ingest.Ingester{
-		DB:         mustOpenDB(tb),
+		DB:         kvtest.Open(tb),
 		Index:      mustOpenIndex(tb),
 		Fetcher:    web.NewFetcher(web.FetchOptions{Resolve: resolve, Timeout: 5 * time.Second, MaxBytes: 1 << 20}),
 		CrawlDelay: -1,

@@ -18,19 +18,10 @@ import (
 
 	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/kv/kvtest"
 	"github.com/ardx-dev/ardx/registry/ingest"
 	"github.com/ardx-dev/ardx/web"
 )
-
-func mustOpenDB(tb testing.TB) *kv.DB {
-	tb.Helper()
-	db, err := kv.Open(tb.TempDir(), kv.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
-}
 
 func mustOpenIndex(tb testing.TB) *index.Index {
 	tb.Helper()
@@ -58,7 +49,7 @@ func newIngester(tb testing.TB, srv *httptest.Server, domains ...string) *ingest
 	var ticks atomic.Int64
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	return &ingest.Ingester{
-		DB:      mustOpenDB(tb),
+		DB:      kvtest.Open(tb),
 		Index:   mustOpenIndex(tb),
 		Fetcher: web.NewFetcher(opts),
 		Now:     func() time.Time { return start.Add(time.Duration(ticks.Add(1)) * time.Second) },
