@@ -102,11 +102,7 @@ func (s *Service) handleAudit(w http.ResponseWriter, r *http.Request, _ httprout
 		return
 	}
 	var fe fieldErrors
-	for k := range m {
-		if k != "domain" {
-			fe.add(k, "is not a member of an audit request (domain)")
-		}
-	}
+	fe.onlyMembers(m, "", "an audit request", "domain")
 	domain := domainMember(m, &fe)
 	if p := fe.problem(s.problems); p != nil {
 		s.problems.Write(w, r, p)

@@ -3,7 +3,9 @@ package registry
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +33,17 @@ type fieldErrors []web.FieldError
 
 func (fe *fieldErrors) add(field, msg string) {
 	*fe = append(*fe, web.FieldError{Field: field, Message: msg})
+}
+
+// onlyMembers reports each member of m that is not in allowed, in key
+// order, as not a member of what (e.g. "a search request"); prefix names
+// the object's path ("query.").
+func (fe *fieldErrors) onlyMembers(m map[string]json.RawMessage, prefix, what string, allowed ...string) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(allowed, k) {
+			fe.add(prefix+k, "is not a member of "+what+" ("+strings.Join(allowed, ", ")+")")
+		}
+	}
 }
 
 // problem turns the collected errors into one 422 problem, or nil.
@@ -139,13 +152,7 @@ func parseQuery(raw json.RawMessage, textRequired bool, fe *fieldErrors) queryMo
 		fe.add("query", "must be an object")
 		return q
 	}
-	for k := range m {
-		switch k {
-		case "text", "filter", "@context":
-		default:
-			fe.add("query."+k, "is not a member of the query model (text, filter, @context)")
-		}
-	}
+	fe.onlyMembers(m, "query.", "the query model", "text", "filter", "@context")
 	if t, present := m["text"]; present && !isNull(t) {
 		s, ok := rawString(t)
 		switch {

@@ -109,11 +109,7 @@ func (s *Service) handleDoctor(w http.ResponseWriter, r *http.Request, _ httprou
 		return
 	}
 	var fe fieldErrors
-	for k := range m {
-		if k != "domain" && k != "manifest" {
-			fe.add(k, "is not a member of a doctor request (domain or manifest)")
-		}
-	}
+	fe.onlyMembers(m, "", "a doctor request", "domain", "manifest")
 	_, hasDomain := m["domain"]
 	rawManifest, hasManifest := m["manifest"]
 	switch {

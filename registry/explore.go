@@ -28,13 +28,7 @@ type exploreRequest struct {
 func (s *Service) parseExplore(m map[string]json.RawMessage) (exploreRequest, error) {
 	var fe fieldErrors
 	var req exploreRequest
-	for k := range m {
-		switch k {
-		case "query", "resultType":
-		default:
-			fe.add(k, "is not a member of an explore request (query, resultType)")
-		}
-	}
+	fe.onlyMembers(m, "", "an explore request", "query", "resultType")
 	req.queryModel = parseQuery(m["query"], false, &fe)
 	supported := index.FacetFields()
 	if raw, ok := m["resultType"]; ok && !isNull(raw) {
@@ -43,11 +37,7 @@ func (s *Service) parseExplore(m map[string]json.RawMessage) (exploreRequest, er
 		} else if rt, ok := rawObject(raw); !ok {
 			fe.add("resultType", "must be an object with a facets array")
 		} else {
-			for k := range rt {
-				if k != "facets" {
-					fe.add("resultType."+k, "is not a member of resultType (facets)")
-				}
-			}
+			fe.onlyMembers(rt, "resultType.", "resultType", "facets")
 			if f, ok := rt["facets"]; ok && !isNull(f) {
 				req.Facets = parseFacets(f, supported, &fe)
 			}
@@ -82,13 +72,7 @@ func parseFacets(raw json.RawMessage, supported []string, fe *fieldErrors) []ind
 		if name, ok := rawString(it); ok {
 			fr.Field = name
 		} else if obj, ok := rawObject(it); ok {
-			for k := range obj {
-				switch k {
-				case "field", "limit", "minCount":
-				default:
-					fe.add(path+"."+k, "is not a member of a facet request (field, limit, minCount)")
-				}
-			}
+			fe.onlyMembers(obj, path+".", "a facet request", "field", "limit", "minCount")
 			name, ok := rawString(obj["field"])
 			if !ok {
 				fe.add(path+".field", "is required and must be a string")

@@ -113,11 +113,7 @@ func (s *Service) handleManifestBuild(w http.ResponseWriter, r *http.Request, _ 
 		return
 	}
 	var fe fieldErrors
-	for k := range m {
-		if k != "domain" && k != "sources" {
-			fe.add(k, "is not a member of a build request (domain, sources)")
-		}
-	}
+	fe.onlyMembers(m, "", "a build request", "domain", "sources")
 	domain := domainMember(m, &fe)
 	var srcs []string
 	if raw, ok := m["sources"]; ok && !isNull(raw) {

@@ -46,13 +46,7 @@ type searchRequest struct {
 func (s *Service) parseSearch(m map[string]json.RawMessage) (searchRequest, error) {
 	var fe fieldErrors
 	req := searchRequest{Limit: defaultSearchLimit, Federation: fedAuto}
-	for k := range m {
-		switch k {
-		case "query", "limit", "pageSize", "pageToken", "federation":
-		default:
-			fe.add(k, "is not a member of a search request (query, limit, pageSize, pageToken, federation)")
-		}
-	}
+	fe.onlyMembers(m, "", "a search request", "query", "limit", "pageSize", "pageToken", "federation")
 	req.queryModel = parseQuery(m["query"], true, &fe)
 
 	limit, haveLimit := -1, false

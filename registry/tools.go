@@ -211,13 +211,7 @@ func (s *Service) handleToolsPost(w http.ResponseWriter, r *http.Request, _ http
 func (s *Service) parseToolsPost(m map[string]json.RawMessage) (toolsRequest, *web.Problem) {
 	var fe fieldErrors
 	req := toolsRequest{Limit: defaultToolsLimit}
-	for k := range m {
-		switch k {
-		case "q", "limit", "withSchema", "filter":
-		default:
-			fe.add(k, "is not a member of a tools request (q, limit, withSchema, filter)")
-		}
-	}
+	fe.onlyMembers(m, "", "a tools request", "q", "limit", "withSchema", "filter")
 	if raw, ok := m["q"]; ok && !isNull(raw) {
 		q, ok := rawString(raw)
 		switch {
