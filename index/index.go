@@ -346,27 +346,37 @@ func (ix *Index) Put(docs []Doc) error {
 		// checks the flag afterwards (see privateRace).
 		ix.anyPrivate.Store(true)
 	}
+	return ix.write(len(docs), "put", func(b *bleve.Batch, i int) (bool, error) {
+		if err := b.IndexAdvanced(ix.an.toDocument(&docs[i])); err != nil {
+			return false, fmt.Errorf("index: put %s: %w", docs[i].ID, err)
+		}
+		return ix.probes.offer(docs[i].ID, probeText(&docs[i])), nil
+	})
+}
+
+// write applies n changes in Bleve batches of putBatchSize, one writer at a
+// time. add puts change i into the batch and reports whether it changed the
+// probe sample, which is then stored with that batch.
+func (ix *Index) write(n int, op string, add func(b *bleve.Batch, i int) (probesChanged bool, err error)) error {
 	ix.writeMu.Lock()
 	defer ix.writeMu.Unlock()
 	ix.writing.Add(1)
 	defer ix.endWrite()
-	for start := 0; start < len(docs); start += putBatchSize {
-		chunk := docs[start:min(start+putBatchSize, len(docs))]
+	for start := 0; start < n; start += putBatchSize {
 		b := ix.bleve.NewBatch()
 		changed := false
-		for i := range chunk {
-			if err := b.IndexAdvanced(ix.an.toDocument(&chunk[i])); err != nil {
-				return fmt.Errorf("index: put %s: %w", chunk[i].ID, err)
+		for i := start; i < min(start+putBatchSize, n); i++ {
+			c, err := add(b, i)
+			if err != nil {
+				return err
 			}
-			if ix.probes.offer(chunk[i].ID, probeText(&chunk[i])) {
-				changed = true
-			}
+			changed = changed || c
 		}
 		if changed {
 			b.SetInternal(internalProbes, ix.probes.encode())
 		}
 		if err := ix.bleve.Batch(b); err != nil {
-			return fmt.Errorf("index: put batch: %w", err)
+			return fmt.Errorf("index: %s batch: %w", op, err)
 		}
 	}
 	return nil
@@ -382,28 +392,10 @@ func (ix *Index) endWrite() {
 
 // Delete removes docs by ID; unknown IDs are ignored.
 func (ix *Index) Delete(ids []string) error {
-	ix.writeMu.Lock()
-	defer ix.writeMu.Unlock()
-	ix.writing.Add(1)
-	defer ix.endWrite()
-	for start := 0; start < len(ids); start += putBatchSize {
-		chunk := ids[start:min(start+putBatchSize, len(ids))]
-		b := ix.bleve.NewBatch()
-		changed := false
-		for _, id := range chunk {
-			b.Delete(id)
-			if ix.probes.remove(id) {
-				changed = true
-			}
-		}
-		if changed {
-			b.SetInternal(internalProbes, ix.probes.encode())
-		}
-		if err := ix.bleve.Batch(b); err != nil {
-			return fmt.Errorf("index: delete batch: %w", err)
-		}
-	}
-	return nil
+	return ix.write(len(ids), "delete", func(b *bleve.Batch, i int) (bool, error) {
+		b.Delete(ids[i])
+		return ix.probes.remove(ids[i]), nil
+	})
 }
 
 // Count returns the number of indexed docs.
