@@ -20,14 +20,11 @@ func (s *Service) parseAgents(r *http.Request) (index.ListRequest, error) {
 	var fe fieldErrors
 	q := r.URL.Query()
 	req := index.ListRequest{Size: defaultAgentsPageSize}
-	for k := range q {
-		switch k {
-		case "filter", "orderBy", "pageSize", "pageToken":
-			if len(q[k]) > 1 {
-				fe.add(k, "is given more than once")
-			}
-		default:
-			fe.add(k, "is not a parameter of GET /agents (filter, orderBy, pageSize, pageToken)")
+	params := []string{"filter", "orderBy", "pageSize", "pageToken"}
+	fe.onlyParams(q, "GET /agents", params...)
+	for _, k := range params {
+		if len(q[k]) > 1 {
+			fe.add(k, "is given more than once")
 		}
 	}
 	filter, orderBy := q.Get("filter"), q.Get("orderBy")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -39,9 +40,19 @@ func (fe *fieldErrors) add(field, msg string) {
 // order, as not a member of what (e.g. "a search request"); prefix names
 // the object's path ("query.").
 func (fe *fieldErrors) onlyMembers(m map[string]json.RawMessage, prefix, what string, allowed ...string) {
+	unknownKeys(fe, m, prefix, "is not a member of "+what, allowed)
+}
+
+// onlyParams reports each query parameter not in allowed as not a
+// parameter of what (e.g. "GET /tools").
+func (fe *fieldErrors) onlyParams(q url.Values, what string, allowed ...string) {
+	unknownKeys(fe, q, "", "is not a parameter of "+what, allowed)
+}
+
+func unknownKeys[V any](fe *fieldErrors, m map[string]V, prefix, isNot string, allowed []string) {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !slices.Contains(allowed, k) {
-			fe.add(prefix+k, "is not a member of "+what+" ("+strings.Join(allowed, ", ")+")")
+			fe.add(prefix+k, isNot+" ("+strings.Join(allowed, ", ")+")")
 		}
 	}
 }

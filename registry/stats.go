@@ -78,11 +78,7 @@ func (s *Service) handleStats(w http.ResponseWriter, r *http.Request, _ httprout
 	days := defaultStatsDays
 	var fe fieldErrors
 	q := r.URL.Query()
-	for k := range q {
-		if k != "days" {
-			fe.add(k, "is not a parameter of GET /stats (days)")
-		}
-	}
+	fe.onlyParams(q, "GET /stats", "days")
 	if v, ok := q["days"]; ok {
 		n, err := strconv.Atoi(v[0])
 		if err != nil || n < minStatsDays || n > maxStatsDays || len(v) > 1 {

@@ -147,13 +147,7 @@ type toolServerLink struct {
 func (s *Service) handleToolsGet(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
 	var fe fieldErrors
-	for k := range q {
-		switch k {
-		case "q", "limit", "withSchema":
-		default:
-			fe.add(k, "is not a parameter of GET /tools (q, limit, withSchema)")
-		}
-	}
+	fe.onlyParams(q, "GET /tools", "q", "limit", "withSchema")
 	req := toolsRequest{Limit: defaultToolsLimit}
 	if v, ok := q["q"]; ok {
 		if len(v) > 1 {

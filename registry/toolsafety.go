@@ -80,13 +80,7 @@ type rugPullItem struct {
 func (s *Service) handleToolSafety(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
 	var fe fieldErrors
-	for k := range q {
-		switch k {
-		case "domain", "rule", "limit":
-		default:
-			fe.add(k, "is not a parameter of GET /tool-safety (domain, rule, limit)")
-		}
-	}
+	fe.onlyParams(q, "GET /tool-safety", "domain", "rule", "limit")
 	var domain, rule string
 	limit := defaultSafetyLimit
 	if v, ok := q["domain"]; ok && v[0] != "" {
