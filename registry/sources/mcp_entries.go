@@ -40,13 +40,8 @@ const observedKey = "dev.ardx/observed"
 // ToolData is the inline data of a tool entry (TypeMCPTool): the tool as
 // listed and the server that serves it.
 type ToolData struct {
-	Name         string           `json:"name"`
-	Title        string           `json:"title,omitempty"`
-	Description  string           `json:"description,omitempty"`
-	InputSchema  json.RawMessage  `json:"inputSchema,omitempty"`
-	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
-	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
-	Server       ToolServer       `json:"server"`
+	Tool
+	Server ToolServer `json:"server"`
 }
 
 // ToolServer links a tool to its server.
@@ -184,8 +179,7 @@ func MCPEntries(srv *MCPServer, domain string) (*Result, error) {
 			Capabilities: []string{t.Name},
 			Metadata:     t.Source.metadata(map[bool]string{true: "mcp-tools", false: "mcp-card"}[toolSource == "tools/list"]),
 			Data: &ToolData{
-				Name: t.Name, Title: t.Title, Description: t.Description,
-				InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
+				Tool:   t.Tool,
 				Server: ToolServer{Identifier: server.Identifier, Endpoint: endpoint, Transport: "streamable-http", Tool: t.Name},
 			},
 		}
