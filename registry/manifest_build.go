@@ -398,14 +398,20 @@ func (s *Service) buildFromAPICandidates(ctx context.Context, domain string, p *
 	}
 }
 
+// unrecognised reports a fetched document that is not the kind of source
+// it was read as.
+func (p *buildPart) unrecognised(res *web.FetchResult, err error) {
+	r := failReport(res.URL, "GET", res, nil)
+	r.Code, r.Error = "source.unrecognised", err.Error()
+	p.sources = append(p.sources, r)
+}
+
 // apiFromFetch parses a fetched document as an API description and adds
 // its entries; false when it is not one.
 func (s *Service) apiFromFetch(res *web.FetchResult, domain string, p *buildPart) bool {
 	api, err := sources.ParseAPI(res.Body, res.URL)
 	if err != nil {
-		r := failReport(res.URL, "GET", res, nil)
-		r.Code, r.Error = "source.unrecognised", err.Error()
-		p.sources = append(p.sources, r)
+		p.unrecognised(res, err)
 		return false
 	}
 	prov := sources.ProvenanceOf(res, "GET")
@@ -437,9 +443,7 @@ func (s *Service) buildFromLLMsTxt(ctx context.Context, domain, u string, p *bui
 func (s *Service) llmsFromFetch(ctx context.Context, res *web.FetchResult, domain string, p *buildPart, follow bool) bool {
 	doc, err := sources.ParseLLMsTxt(res.Body, res.URL)
 	if err != nil {
-		r := failReport(res.URL, "GET", res, nil)
-		r.Code, r.Error = "source.unrecognised", err.Error()
-		p.sources = append(p.sources, r)
+		p.unrecognised(res, err)
 		return false
 	}
 	prov := sources.ProvenanceOf(res, "GET")
