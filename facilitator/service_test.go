@@ -6,13 +6,11 @@ import (
 	"crypto/ecdsa"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"io"
 	"log/slog"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,11 +24,10 @@ import (
 	"github.com/ardx-dev/ardx/facilitator/evm"
 	"github.com/ardx-dev/ardx/facilitator/settle"
 	"github.com/ardx-dev/ardx/facilitator/x402"
+	"github.com/ardx-dev/ardx/internal/golden"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/web"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // publicURL is the facilitator's public URL in tests; problem types hang
 // off it.
@@ -595,25 +592,7 @@ func TestRateLimitOff(t *testing.T) {
 // rewrites the file.
 func checkGolden(tb testing.TB, name string, v any) {
 	tb.Helper()
-	got, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	got = append(got, '\n')
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			tb.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		tb.Fatalf("%s differs from the golden file (go test -update rewrites it):\n%s", name, got)
-	}
+	golden.JSON(tb, filepath.Join("testdata", name), v)
 }
 
 func TestSettleAfterEngineClosed(t *testing.T) {

@@ -1,28 +1,24 @@
 package registry_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ardx-dev/ardx/internal/golden"
 	"github.com/ardx-dev/ardx/registry"
 	"github.com/ardx-dev/ardx/web"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 // The fixture publisher fixture.test publishes a manifest with a sample of
 // everything the doctor looks for, an MCP server card whose server
@@ -253,29 +249,6 @@ func checkGolden(tb testing.TB, name string, body []byte) {
 	if err := json.Unmarshal(body, &v); err != nil {
 		tb.Fatalf("%s: %v: %s", name, err, body)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		tb.Fatal(err)
-	}
-	got := timePattern.ReplaceAll(buf.Bytes(), []byte(`"$1": "<time>"`))
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			tb.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		tb.Errorf("%s differs from the golden file (go test -update rewrites it); got:\n%s", name, got)
-	}
+	got := timePattern.ReplaceAll(golden.Encode(tb, v), []byte(`"$1": "<time>"`))
+	golden.Check(tb, filepath.Join("testdata", "golden", name), got)
 }

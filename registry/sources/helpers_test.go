@@ -1,9 +1,7 @@
 package sources_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,12 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ardx-dev/ardx/internal/golden"
 	"github.com/ardx-dev/ardx/registry/ingest"
 	"github.com/ardx-dev/ardx/registry/sources"
 	"github.com/ardx-dev/ardx/web"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 // hostMux routes by Host header, so that one httptest server plays several
 // publishers' domains (pinned to it with FetchOptions.Resolve).
@@ -88,30 +85,7 @@ func scrub(entries []sources.Entry) {
 // checkGolden compares v, as indented JSON, with testdata/golden/name.
 func checkGolden(tb testing.TB, name string, v any) {
 	tb.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		tb.Fatal(err)
-	}
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		tb.Errorf("%s differs from the golden file (go test -update rewrites it); got:\n%s", name, buf.String())
-	}
+	golden.JSON(tb, filepath.Join("testdata", "golden", name), v)
 }
 
 // checkARD builds a manifest of entries and requires ingest.ParseManifest
