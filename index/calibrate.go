@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/blevesearch/bleve/v2"
 )
 
 // Score calibration.
@@ -99,18 +97,24 @@ func (ix *Index) calibrate(ctx context.Context, gen uint64) *calibration {
 	docs, _ := ix.bleve.DocCount()
 
 	tops := make([]float64, 0, len(texts))
-	for _, t := range texts {
-		tm, err := ix.textQuery(ctx, t)
-		if err != nil {
-			break
+	if r, rgen, err := ix.snapshot(); err == nil {
+		for _, t := range texts {
+			tm, err := ix.textQuery(ctx, r, rgen, t)
+			if err != nil {
+				break
+			}
+			if len(tm.plan.terms) == 0 {
+				continue
+			}
+			hits, _, err := ix.rankText(ctx, r, matched{text: &tm.plan}, 1, false)
+			if err != nil {
+				break
+			}
+			if len(hits) > 0 && hits[0].Raw > 0 {
+				tops = append(tops, hits[0].Raw)
+			}
 		}
-		res, err := ix.bleve.SearchInContext(ctx, bleve.NewSearchRequestOptions(tm.match, 1, 0, false))
-		if err != nil {
-			break
-		}
-		if len(res.Hits) > 0 && res.Hits[0].Score > 0 {
-			tops = append(tops, res.Hits[0].Score)
-		}
+		_ = r.Close()
 	}
 	k := defaultK
 	if len(tops) > 0 {

@@ -34,7 +34,12 @@ func (ix *Index) Facets(ctx context.Context, text string, filter Filter, viewer 
 	minCount := make(map[string]int, len(reqs))
 	var res *bleve.SearchResult
 	for {
-		m, err := ix.matchQuery(ctx, text, filter, viewer)
+		r, gen, err := ix.snapshot()
+		if err != nil {
+			return nil, err
+		}
+		m, err := ix.matchQuery(ctx, r, gen, text, filter, viewer)
+		_ = r.Close()
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func FuzzSearch(f *testing.F) {
 	f.Add(strings.Repeat("invoice ", 100), "trustManifest.identityType", "did:web", "type")
 	f.Fuzz(func(t *testing.T, text, key, value, facet string) {
 		filter := index.Filter{key: {value}}
-		res, err := ix.Search(t.Context(), index.SearchRequest{Text: text, Filter: filter, Size: 20})
+		res, err := ix.Search(t.Context(), index.SearchRequest{Text: text, Filter: filter, Size: 20, Count: true})
 		if err != nil {
 			if !errors.Is(err, index.ErrUnknownFilterKey) || index.FilterKey(key) {
 				t.Fatalf("search %q %v: %v", text, filter, err)
@@ -29,6 +30,14 @@ func FuzzSearch(f *testing.F) {
 		}
 		if uint64(len(res.Hits)) > res.Total {
 			t.Fatalf("%d hits > total %d", len(res.Hits), res.Total)
+		}
+		// Ranking with pruning (no count) returns the same page.
+		pruned, err := ix.Search(t.Context(), index.SearchRequest{Text: text, Filter: filter, Size: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(pruned.Hits, res.Hits) || pruned.More != (uint64(len(res.Hits)) < res.Total) {
+			t.Fatalf("pruned %v (more %v), counted %v (total %d)", pruned.Hits, pruned.More, res.Hits, res.Total)
 		}
 		for _, h := range res.Hits {
 			if h.Score < 0 || h.Score > 100 {

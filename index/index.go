@@ -58,6 +58,9 @@ type SearchRequest struct {
 	From   int // offset into the ranking
 	Size   int
 	Viewer string // the caller's domain: private entries of this owner are included; "" sees public only
+	// Count asks for Total. Counting visits every match, where ranking
+	// alone skips those that cannot reach the page.
+	Count bool
 }
 
 // Hit is one ranked match.
@@ -70,7 +73,8 @@ type Hit struct {
 // SearchResult is one page of a ranking.
 type SearchResult struct {
 	Hits  []Hit
-	Total uint64 // matches above the relevance cutoff
+	More  bool   // a match ranks below this page
+	Total uint64 // matches above the relevance cutoff; 0 unless asked for (Count) or a browse without text
 }
 
 // FacetRequest asks for the top values of one field.
@@ -439,4 +443,38 @@ func checkContext(ctx context.Context) error {
 		return fmt.Errorf("index: %w", err)
 	}
 	return nil
+}
+
+// Settle waits until the index's background work (persisting and merging
+// segments after a write) has stopped: Bleve reports no background thread
+// active and the segment count at the root has held still for quiet. A
+// large ingest leaves many seconds of merging behind it; benchmarks wait
+// for it so they measure the steady state rather than the merger's CPU.
+func (ix *Index) Settle(ctx context.Context, quiet time.Duration) error {
+	state := func() (segments uint64, active bool) {
+		m, _ := ix.bleve.StatsMap()["index"].(map[string]any)
+		files, _ := m["num_root_filesegments"].(uint64)
+		mem, _ := m["num_root_memorysegments"].(uint64)
+		active, _ = m["index_bgthreads_active"].(bool)
+		return files + mem, active
+	}
+	last, _ := state()
+	since := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("index: settle: %w", ctx.Err())
+		case <-tick.C:
+		}
+		n, active := state()
+		if n != last || active {
+			last, since = n, time.Now()
+			continue
+		}
+		if time.Since(since) >= quiet {
+			return nil
+		}
+	}
 }

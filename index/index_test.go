@@ -70,8 +70,10 @@ func fixture() []index.Doc {
 	}
 }
 
+// searchIDs returns the hits of req and the total count of its matches.
 func searchIDs(t *testing.T, ix *index.Index, req index.SearchRequest) ([]string, uint64) {
 	t.Helper()
+	req.Count = true
 	res, err := ix.Search(t.Context(), req)
 	if err != nil {
 		t.Fatalf("search %+v: %v", req, err)
@@ -200,7 +202,7 @@ func TestSearchFilters(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := ix.Search(t.Context(), index.SearchRequest{Text: tc.text, Filter: tc.filter, Size: 100})
+			res, err := ix.Search(t.Context(), index.SearchRequest{Text: tc.text, Filter: tc.filter, Size: 100, Count: true})
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tc.wantErr)

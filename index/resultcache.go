@@ -51,6 +51,9 @@ func (c *genCache[V]) get(gen uint64, key string) (V, bool) {
 func (c *genCache[V]) put(gen uint64, key string, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if gen < c.gen {
+		return // computed before the newest generation seen: stale
+	}
 	if c.gen != gen || c.values == nil || len(c.values) >= c.limit {
 		c.gen = gen
 		c.values = make(map[string]V, 256)
@@ -69,6 +72,9 @@ func resultKey(req SearchRequest, from, size int) string {
 	b.WriteString(strconv.Itoa(from))
 	b.WriteByte(0)
 	b.WriteString(strconv.Itoa(size))
+	if req.Count {
+		b.WriteString("+count")
+	}
 	keys := make([]string, 0, len(req.Filter))
 	for k := range req.Filter {
 		keys = append(keys, k)

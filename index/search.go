@@ -10,6 +10,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+	bleveindex "github.com/blevesearch/bleve_index_api"
 )
 
 // Search limits. The window bounds the collector heap bleve allocates
@@ -69,48 +70,86 @@ func (ix *Index) Search(ctx context.Context, req SearchRequest) (SearchResult, e
 	}
 	out, err := ix.search(ctx, req, from, size)
 	if err == nil && quiet && cacheable(key, out) && ix.writing.Load() == 0 && ix.gen.Load() == gen {
-		ix.results.put(gen, key, SearchResult{Total: out.Total, Hits: slices.Clone(out.Hits)})
+		ix.results.put(gen, key, SearchResult{Total: out.Total, More: out.More, Hits: slices.Clone(out.Hits)})
 	}
 	return out, err
 }
 
-// search runs one search against the index.
+// search runs one search against the index: a ranked text search by
+// rankText, a browse without text by Bleve in identifier order.
 func (ix *Index) search(ctx context.Context, req SearchRequest, from, size int) (SearchResult, error) {
-	var m matched
-	var res *bleve.SearchResult
 	for {
-		var err error
-		m, err = ix.matchQuery(ctx, req.Text, req.Filter, req.Viewer)
+		out, m, err := ix.searchOnce(ctx, req, from, size)
 		if err != nil {
 			return SearchResult{}, err
 		}
-		sr := bleve.NewSearchRequestOptions(m.q, size, min(from, maxSearchWindow), false)
-		if m.unranked {
-			// Without text every match scores the same; order by
-			// identifier so pages are stable.
-			sr.SortByCustom(search.SortOrder{&search.SortDocID{}})
-			sr.Score = bleve.ScoreNone
-		}
-		res, err = ix.bleve.SearchInContext(ctx, sr)
-		if err != nil {
-			return SearchResult{}, fmt.Errorf("index: search: %w", err)
-		}
 		if !ix.privateRace(m) {
-			break
+			return out, nil
 		}
 	}
-	out := SearchResult{Total: res.Total, Hits: make([]Hit, 0, len(res.Hits))}
+}
+
+func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size int) (SearchResult, matched, error) {
+	r, gen, err := ix.snapshot()
+	if err != nil {
+		return SearchResult{}, matched{}, err
+	}
+	defer r.Close()
+	m, err := ix.matchQuery(ctx, r, gen, req.Text, req.Filter, req.Viewer)
+	if err != nil {
+		return SearchResult{}, m, err
+	}
 	if m.unranked {
+		// Without text every match scores the same; order by identifier
+		// so pages are stable.
+		sr := bleve.NewSearchRequestOptions(m.q, size, min(from, maxSearchWindow), false)
+		sr.SortByCustom(search.SortOrder{&search.SortDocID{}})
+		sr.Score = bleve.ScoreNone
+		res, err := ix.bleve.SearchInContext(ctx, sr)
+		if err != nil {
+			return SearchResult{}, m, fmt.Errorf("index: search: %w", err)
+		}
+		out := SearchResult{Total: res.Total, More: uint64(from+len(res.Hits)) < res.Total, Hits: make([]Hit, 0, len(res.Hits))}
 		for _, h := range res.Hits {
 			out.Hits = append(out.Hits, Hit{ID: h.ID})
 		}
-		return out, nil
+		return out, m, nil
 	}
+	if m.text == nil {
+		return SearchResult{Hits: []Hit{}}, m, nil
+	}
+	// One more than the page, to tell whether another page follows.
+	window := min(from, maxSearchWindow) + size
+	hits, total, err := ix.rankText(ctx, r, m, window+1, req.Count)
+	if err != nil {
+		return SearchResult{}, m, err
+	}
+	out := SearchResult{More: len(hits) > window}
+	if req.Count {
+		out.Total = total
+	}
+	hits = hits[:min(len(hits), window)]
+	out.Hits = hits[min(from, len(hits)):]
 	k := ix.scale(ctx)
-	for _, h := range res.Hits {
-		out.Hits = append(out.Hits, Hit{ID: h.ID, Raw: h.Score, Score: scoreOf(h.Score, k)})
+	for i := range out.Hits {
+		out.Hits[i].Score = scoreOf(out.Hits[i].Raw, k)
 	}
-	return out, nil
+	return out, m, nil
+}
+
+// snapshot opens a reader on the index as it is now, and the generation
+// read just before (see textQuery).
+func (ix *Index) snapshot() (bleveindex.IndexReader, uint64, error) {
+	gen := ix.gen.Load()
+	adv, err := ix.bleve.Advanced()
+	if err != nil {
+		return nil, 0, fmt.Errorf("index: search: %w", err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, 0, fmt.Errorf("index: search: %w", err)
+	}
+	return r, gen, nil
 }
 
 // scoreOf maps a raw BM25 score onto 0-100 with the saturating function
@@ -126,10 +165,14 @@ func scoreOf(raw, k float64) int {
 	return int(math.Round(100 * raw / (raw + k)))
 }
 
-// matched is a built query: the scored match plus its filters.
+// matched is a built query: the scored match plus its filters, as one
+// Bleve query (q) and in parts for rankText.
 type matched struct {
 	q        query.Query
-	unranked bool // no text: every visible doc passing the filters, unscored
+	unranked bool      // no text: every visible doc passing the filters, unscored
+	text     *textPlan // the scored match; nil when no term is in the index
+	filter   query.Query
+	hidden   query.Query
 	// public is set when the query omits the private docs' exclusion
 	// because the index held none when it was built.
 	public bool
@@ -145,23 +188,31 @@ func (ix *Index) privateRace(m matched) bool {
 }
 
 // matchQuery builds the query shared by Search and Facets: the text match
-// (with the relevance cutoff), the visibility rule and the filters.
-func (ix *Index) matchQuery(ctx context.Context, text string, f Filter, viewer string) (matched, error) {
+// (with the relevance cutoff), the visibility rule and the filters. r is a
+// snapshot opened after gen was read.
+func (ix *Index) matchQuery(ctx context.Context, r bleveindex.IndexReader, gen uint64, text string, f Filter, viewer string) (matched, error) {
 	filters, err := filterQueries(f)
 	if err != nil {
 		return matched{}, err
 	}
+	m := matched{public: !ix.anyPrivate.Load()}
+	switch len(filters) {
+	case 0:
+	case 1:
+		m.filter = filters[0]
+	default:
+		m.filter = query.NewConjunctionQuery(filters)
+	}
 	// With no private doc in the index, the must-not is left out: it costs
 	// a boolean searcher around every query, a step per matching doc.
-	var hidden query.Query
-	public := !ix.anyPrivate.Load()
-	if !public {
-		hidden = hiddenQuery(viewer)
+	if !m.public {
+		m.hidden = hiddenQuery(viewer)
 	}
 	if strings.TrimSpace(text) == "" {
-		return matched{q: withFilters(query.NewMatchAllQuery(), hidden, filters), unranked: true, public: public}, nil
+		m.q, m.unranked = withFilters(query.NewMatchAllQuery(), m.hidden, m.filter), true
+		return m, nil
 	}
-	tq, err := ix.textQuery(ctx, text)
+	tq, err := ix.textQuery(ctx, r, gen, text)
 	if err != nil {
 		return matched{}, err
 	}
@@ -170,13 +221,14 @@ func (ix *Index) matchQuery(ctx context.Context, text string, f Filter, viewer s
 		// fall back to matching everything the must-not leaves.
 		return matched{q: tq.match}, nil
 	}
-	return matched{q: withFilters(tq.match, hidden, filters), public: public}, nil
+	m.q, m.text = withFilters(tq.match, m.hidden, m.filter), &tq.plan
+	return m, nil
 }
 
-// withFilters attaches non-scoring filters and the hidden docs' exclusion
-// (none when hidden is nil) to a scored query.
-func withFilters(q, hidden query.Query, filters []query.Query) query.Query {
-	if hidden == nil && len(filters) == 0 {
+// withFilters attaches a non-scoring filter and the hidden docs' exclusion
+// (each none when nil) to a scored query.
+func withFilters(q, hidden, filter query.Query) query.Query {
+	if hidden == nil && filter == nil {
 		return q
 	}
 	bq := query.NewBooleanQuery(nil, nil, nil)
@@ -184,55 +236,70 @@ func withFilters(q, hidden query.Query, filters []query.Query) query.Query {
 	if hidden != nil {
 		bq.AddMustNot(hidden)
 	}
-	switch len(filters) {
-	case 0:
-	case 1:
-		bq.AddFilter(filters[0])
-	default:
-		bq.AddFilter(query.NewConjunctionQuery(filters))
+	if filter != nil {
+		bq.AddFilter(filter)
 	}
 	return bq
 }
 
-// textMatch is the scored part of a text search, relevance cutoff included.
+// textMatch is the scored part of a text search, relevance cutoff included:
+// as a Bleve query (for facets) and as the plan rankText runs.
 type textMatch struct {
 	match query.Query
+	plan  textPlan
 }
 
-// queryTerm is one analysed query term with the fields that hold it.
+// queryTerm is one analysed query term with the text fields that hold it.
+// A cached queryTerm is shared: never modified once stored.
 type queryTerm struct {
 	term   string
-	fields []int // indexes into textFields with df > 0
+	fields []int    // indexes into textFields with df > 0
+	df     []uint64 // per entry of fields
 	maxDF  uint64
+	// maxPart, per entry of fields, bounds the term's BM25 frequency part
+	// (what multiplies idf) over every doc; nil until rankText needs it.
+	maxPart []float64
+}
+
+// textPlan is an analysed text query as rankText runs it: the terms found
+// in the index, in query order, split into the group every match must hit
+// and the optional group that only adds to the score.
+type textPlan struct {
+	terms  []queryTerm
+	must   []int // indexes into terms: the rare terms, or every term
+	should []int // the common terms when there are rare ones, else empty
+	docs   uint64
+	// cache says the statistics may be read from and stored in ix.dfs:
+	// the reader is exactly the index generation gen.
+	cache bool
+	gen   uint64
 }
 
 // textQuery analyses text and builds, per distinct term, a disjunction over
 // the text fields that contain it (boosted per field), and over the terms a
 // disjunction whose coordination factor rewards docs matching more of the
 // query. Terms found nowhere are dropped, so a typo or an unknown word
-// neither matches nor dilutes the coordination factor.
-func (ix *Index) textQuery(ctx context.Context, text string) (textMatch, error) {
+// neither matches nor dilutes the coordination factor. r must have been
+// opened after gen was read.
+func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen uint64, text string) (textMatch, error) {
 	terms := ix.analyseQuery(text)
 	if len(terms) == 0 {
 		return textMatch{match: query.NewMatchNoneQuery()}, nil
 	}
-	adv, err := ix.bleve.Advanced()
-	if err != nil {
-		return textMatch{}, fmt.Errorf("index: search: %w", err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		return textMatch{}, fmt.Errorf("index: search: %w", err)
-	}
-	defer r.Close()
 	docs, err := r.DocCount()
 	if err != nil {
 		return textMatch{}, fmt.Errorf("index: search: %w", err)
 	}
-	gen := ix.gen.Load()
+	// The cache holds statistics of generation gen; they fit r only if no
+	// write began or ended since gen was read, before r was opened.
+	p := textPlan{docs: docs, gen: gen, cache: ix.writing.Load() == 0 && ix.gen.Load() == gen}
 	var rare, common []query.Query
+	var rareIdx, commonIdx []int
 	for _, t := range terms {
-		qt, ok := ix.dfs.get(gen, t)
+		qt, ok := queryTerm{}, false
+		if p.cache {
+			qt, ok = ix.dfs.get(gen, t)
+		}
 		if !ok {
 			qt = queryTerm{term: t}
 			for fi, f := range textFields {
@@ -244,10 +311,11 @@ func (ix *Index) textQuery(ctx context.Context, text string) (textMatch, error) 
 				_ = tfr.Close()
 				if n > 0 {
 					qt.fields = append(qt.fields, fi)
+					qt.df = append(qt.df, n)
 					qt.maxDF = max(qt.maxDF, n)
 				}
 			}
-			if len(qt.term) <= maxCachedTermBytes {
+			if p.cache && len(qt.term) <= maxCachedTermBytes {
 				ix.dfs.put(gen, qt.term, qt)
 			}
 		}
@@ -261,29 +329,33 @@ func (ix *Index) textQuery(ctx context.Context, text string) (textMatch, error) 
 			tq.SetBoost(textFields[fi].boost)
 			leaves = append(leaves, tq)
 		}
+		p.terms = append(p.terms, qt)
 		if docs >= cutoffMinDocs && float64(qt.maxDF) <= commonTermShare*float64(docs) {
 			rare = append(rare, disjunction(leaves))
+			rareIdx = append(rareIdx, len(p.terms)-1)
 		} else {
 			common = append(common, disjunction(leaves))
+			commonIdx = append(commonIdx, len(p.terms)-1)
 		}
 	}
 	switch {
 	case len(rare) == 0 && len(common) == 0:
 		return textMatch{match: query.NewMatchNoneQuery()}, nil
 	case len(rare) == 0:
-		return textMatch{match: disjunction(common)}, nil
+		p.must = commonIdx
+		return textMatch{match: disjunction(common), plan: p}, nil
 	case len(common) == 0:
-		return textMatch{match: disjunction(rare)}, nil
+		p.must = rareIdx
+		return textMatch{match: disjunction(rare), plan: p}, nil
 	}
 	// The cutoff: the rare terms must match, the common ones only add to
-	// the score. The boolean searcher walks the rare terms' postings and
-	// advances the common ones to each candidate, so a doc that shares
-	// only a common word with the query is never visited, let alone
-	// scored.
+	// the score. A doc that shares only a common word with the query is
+	// never a match.
+	p.must, p.should = rareIdx, commonIdx
 	bq := query.NewBooleanQuery(nil, nil, nil)
 	bq.Must = disjunction(rare) // not AddMust: that wraps it in a conjunction
 	bq.Should = query.NewDisjunctionQuery(common)
-	return textMatch{match: bq}, nil
+	return textMatch{match: bq, plan: p}, nil
 }
 
 func disjunction(qs []query.Query) query.Query {

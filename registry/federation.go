@@ -155,7 +155,7 @@ func (s *Service) searchFederated(r *http.Request, req searchRequest) ([]resultI
 	}
 
 	next := ""
-	more := len(order) > end || local.Total > uint64(depth)
+	more := len(order) > end || local.More
 	if more && len(page) > 0 && end <= maxSearchOffset {
 		next = s.nextToken(req, end)
 	}

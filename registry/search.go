@@ -238,7 +238,7 @@ func (s *Service) searchLocal(r *http.Request, req searchRequest) ([]resultItem,
 		return nil, "", err
 	}
 	next := ""
-	if end := req.Offset + len(res.Hits); len(res.Hits) > 0 && uint64(end) < res.Total && end <= maxSearchOffset {
+	if end := req.Offset + len(res.Hits); len(res.Hits) > 0 && res.More && end <= maxSearchOffset {
 		next = s.nextToken(req, end)
 	}
 	return items, next, nil

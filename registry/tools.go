@@ -272,7 +272,7 @@ func (s *Service) searchTools(r *http.Request, req toolsRequest) (toolsResponse,
 	if len(filter["type"]) == 0 {
 		filter["type"] = toolTypes
 	}
-	res, err := s.ix.Search(r.Context(), index.SearchRequest{Text: req.Q, Filter: filter, Size: req.Limit})
+	res, err := s.ix.Search(r.Context(), index.SearchRequest{Text: req.Q, Filter: filter, Size: req.Limit, Count: true})
 	if err != nil {
 		return toolsResponse{}, err
 	}
