@@ -140,8 +140,9 @@ type Index struct {
 	writeMu sync.Mutex
 	probes  *probeSample
 
-	dfs     *genCache[queryTerm]
-	results *genCache[SearchResult]
+	dfs      *genCache[queryTerm]
+	results  *genCache[SearchResult]
+	postings *postingCache
 
 	closeOnce sync.Once
 
@@ -301,7 +302,8 @@ func newIndex(b bleve.Index, log *slog.Logger) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{bleve: b, an: an, log: log, dfs: &genCache[queryTerm]{limit: dfCacheSize}, results: &genCache[SearchResult]{limit: resultCacheSize}}
+	ix := &Index{bleve: b, an: an, log: log, dfs: &genCache[queryTerm]{limit: dfCacheSize}, results: &genCache[SearchResult]{limit: resultCacheSize},
+		postings: &postingCache{limit: postingCacheBytes}}
 	raw, err := b.GetInternal(internalProbes)
 	if err != nil {
 		return nil, fmt.Errorf("index: read calibration probes: %w", err)
@@ -446,17 +448,20 @@ func checkContext(ctx context.Context) error {
 }
 
 // Settle waits until the index's background work (persisting and merging
-// segments after a write) has stopped: Bleve reports no background thread
-// active and the segment count at the root has held still for quiet. A
-// large ingest leaves many seconds of merging behind it; benchmarks wait
-// for it so they measure the steady state rather than the merger's CPU.
+// segments after a write) has stopped: no merge under way, no background
+// thread active by Bleve's account, and nothing changed for quiet. A large
+// ingest leaves seconds of merging behind it; benchmarks wait for it so
+// they measure the steady state rather than the merger's CPU.
 func (ix *Index) Settle(ctx context.Context, quiet time.Duration) error {
-	state := func() (segments uint64, active bool) {
+	state := func() (fingerprint [4]uint64, busy bool) {
 		m, _ := ix.bleve.StatsMap()["index"].(map[string]any)
-		files, _ := m["num_root_filesegments"].(uint64)
-		mem, _ := m["num_root_memorysegments"].(uint64)
-		active, _ = m["index_bgthreads_active"].(bool)
-		return files + mem, active
+		get := func(k string) uint64 { v, _ := m[k].(uint64); return v }
+		active, _ := m["index_bgthreads_active"].(bool)
+		busy = active || get("TotFileMergeZapBeg") != get("TotFileMergeZapEnd") ||
+			get("TotMemMergeZapBeg") != get("TotMemMergeZapEnd") ||
+			get("TotFileMergePlanTasks") != get("TotFileMergePlanTasksDone")
+		return [4]uint64{get("num_root_filesegments") + get("num_root_memorysegments"),
+			get("TotFileMergeZapEnd"), get("TotMemMergeZapEnd"), get("TotPersistLoopEnd")}, busy
 	}
 	last, _ := state()
 	since := time.Now()
@@ -468,9 +473,9 @@ func (ix *Index) Settle(ctx context.Context, quiet time.Duration) error {
 			return fmt.Errorf("index: settle: %w", ctx.Err())
 		case <-tick.C:
 		}
-		n, active := state()
-		if n != last || active {
-			last, since = n, time.Now()
+		s, busy := state()
+		if s != last || busy {
+			last, since = s, time.Now()
 			continue
 		}
 		if time.Since(since) >= quiet {

@@ -97,103 +97,91 @@ func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m match
 	return out, total, nil
 }
 
-// leaf walks the postings of one term in one field.
+// leaf walks the decoded postings of one term in one field.
 type leaf struct {
-	tfr   bleveindex.TermFieldReader
-	doc   bleveindex.TermFieldDoc
-	cur   uint64 // the current doc; exhausted once it is math.MaxUint64
-	id    bleveindex.IndexInternalID
+	list  *decoded
+	pos   int
+	cur   uint64 // list.docs[pos]; exhausted past the end
 	df    uint64
 	boost float64
 	idf   float64
-	avg   float64
 	qw    float64 // boost · idf · qnorm
 	ub    float64 // bound of score()
-	// At the doc being scored: whether the leaf matches it (unknown until
-	// looked at) and its score there.
-	state leafState
-	s     float64
+	// seen is the last doc the leaf matched when looked at, s its score
+	// there: at the doc being scored, a leaf matches if seen is that doc.
+	seen uint64
+	s    float64
 }
 
-type leafState uint8
-
-const (
-	miss leafState = iota
-	match
-	unknown
-)
-
-// look scores the leaf at d, its postings being at or after d.
-func (l *leaf) look(d uint64) {
-	if l.cur == d {
-		l.state, l.s = match, l.score()
-	} else {
-		l.state = miss
+// look scores the leaf at d, its postings being at or after d, and
+// reports whether it matches.
+func (l *leaf) look(d uint64) bool {
+	if l.cur != d {
+		return false
 	}
+	l.seen, l.s = d, l.score()
+	return true
 }
 
 const exhausted = math.MaxUint64
 
-func (l *leaf) set(d *bleveindex.TermFieldDoc, err error) error {
-	if err != nil {
-		return fmt.Errorf("index: search: %w", err)
-	}
-	if d == nil {
+func (l *leaf) at() {
+	if l.pos < len(l.list.docs) {
+		l.cur = uint64(l.list.docs[l.pos])
+	} else {
 		l.cur = exhausted
-		return nil
 	}
-	l.cur = d.ID.Value()
-	return nil
 }
 
-func (l *leaf) next() error { return l.set(l.tfr.Next(&l.doc)) }
+func (l *leaf) next() {
+	l.pos++
+	l.at()
+}
 
-// advance moves to the first doc at or after d.
-func (l *leaf) advance(d uint64) error {
+// advance moves to the first doc at or after d: a galloping search, since
+// the target is usually near.
+func (l *leaf) advance(d uint64) {
 	if l.cur >= d {
-		return nil
+		return
 	}
-	l.id = bleveindex.NewIndexInternalID(l.id, d)
-	return l.set(l.tfr.Advance(l.id, &l.doc))
-}
-
-// part is the BM25 frequency part of the current posting, as Bleve's
-// TermQueryScorer computes it.
-func part(freq uint64, norm, avg float64) float64 {
-	tf := math.Sqrt(float64(freq))
-	fieldLength := 1 / (norm * norm)
-	return (tf * search.BM25_k1) / (tf + search.BM25_k1*(1-search.BM25_b+(search.BM25_b*fieldLength/avg)))
+	docs := l.list.docs
+	lo, step := l.pos+1, 1
+	hi := lo
+	for hi < len(docs) && uint64(docs[hi]) < d {
+		lo = hi + 1
+		hi += step
+		step *= 2
+	}
+	hi = min(hi, len(docs))
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if uint64(docs[mid]) < d {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	l.pos = lo
+	l.at()
 }
 
 // score is the current posting's score, as Bleve's TermQueryScorer.Score
-// computes it (idf·tf·k1/... first, then the query weight).
-func (l *leaf) score() float64 {
-	tf := math.Sqrt(float64(l.doc.Freq))
-	fieldLength := 1 / (l.doc.Norm * l.doc.Norm)
-	s := l.idf * (tf * search.BM25_k1) /
-		(tf + search.BM25_k1*(1-search.BM25_b+(search.BM25_b*fieldLength/l.avg)))
-	return s * l.qw
-}
+// computes it: the doc score times the query weight.
+func (l *leaf) score() float64 { return l.list.s[l.pos] * l.qw }
 
 // term is one query term: its leaves, in the order Bleve sums them.
 type term struct {
 	leaves []leaf
 }
 
-// score is the term's score at the doc whose leaves were looked at, as
-// Bleve's disjunction over the term's fields computes it; with optimistic,
-// every leaf not yet looked at counts as matching at its bound. ok is false
-// when no leaf matches (or could).
-func (t *term) score(optimistic bool) (sum float64, ok bool) {
+// score is the term's score at d, its leaves having been looked at there,
+// as Bleve's disjunction over the term's fields computes it; ok is false
+// when no leaf matches.
+func (t *term) score(d uint64) (sum float64, ok bool) {
 	n := 0
 	for i := range t.leaves {
-		l := &t.leaves[i]
-		switch {
-		case l.state == match:
+		if l := &t.leaves[i]; l.seen == d {
 			sum += l.s
-			n++
-		case l.state == unknown && optimistic:
-			sum += l.ub
 			n++
 		}
 	}
@@ -208,6 +196,7 @@ type ranker struct {
 	terms        []term
 	must, should []int     // indexes into terms, in the order Bleve sums them
 	order        []leafRef // every leaf, by bound ascending
+	opt          optimist
 	filter       *gate
 	hidden       *gate
 	count        bool
@@ -219,13 +208,6 @@ type leafRef struct{ t, l int }
 func (rk *ranker) leaf(r leafRef) *leaf { return &rk.terms[r.t].leaves[r.l] }
 
 func (rk *ranker) close() {
-	for i := range rk.terms {
-		for j := range rk.terms[i].leaves {
-			if tfr := rk.terms[i].leaves[j].tfr; tfr != nil {
-				_ = tfr.Close()
-			}
-		}
-	}
 	rk.filter.close()
 	rk.hidden.close()
 }
@@ -248,32 +230,36 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		}
 	}
 	N := float64(p.docs)
+	snap := ""
+	if p.cache {
+		snap = snapshotKey(r, p.gen)
+	}
 	rk.terms = make([]term, len(p.terms))
 	for ti := range p.terms {
 		qt := &p.terms[ti]
-		if !count && qt.maxPart == nil {
-			if err := ix.boundTerm(ctx, r, p, qt, avg); err != nil {
-				return err
-			}
-		}
 		t := &rk.terms[ti]
 		t.leaves = make([]leaf, len(qt.fields))
 		for li, fi := range qt.fields {
 			df := float64(qt.df[li])
 			l := &t.leaves[li]
-			l.df, l.boost, l.avg = qt.df[li], textFields[fi].boost, avg[fi]
+			l.df, l.boost = qt.df[li], textFields[fi].boost
 			l.idf = math.Log(1 + (N-df+0.5)/(df+0.5))
-			if !count {
-				l.ub = l.idf * qt.maxPart[li]
+			key := leafKey{qt.term, fi}
+			if snap != "" {
+				l.list = ix.postings.get(snap, key)
 			}
-			tfr, err := r.TermFieldReader(ctx, []byte(qt.term), textFields[fi].name, true, true, false)
-			if err != nil {
-				return fmt.Errorf("index: search: %w", err)
+			if l.list == nil {
+				list, err := decode(ctx, r, qt.term, textFields[fi].name, l.idf, avg[fi])
+				if err != nil {
+					return err
+				}
+				l.list = list
+				if snap != "" && len(qt.term) <= maxCachedTermBytes {
+					ix.postings.put(snap, key, list)
+				}
 			}
-			l.tfr = tfr
-			if err := l.next(); err != nil {
-				return err
-			}
+			l.seen = exhausted
+			l.at()
 		}
 	}
 	// Bleve's disjunction searchers order their clauses by posting count
@@ -300,11 +286,12 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 			if qnorm == 0 {
 				l.qw = 1
 			}
-			l.ub *= l.qw
+			l.ub = l.list.max * l.qw
 			rk.order = append(rk.order, leafRef{ti, li})
 		}
 	}
 	slices.SortStableFunc(rk.order, func(a, b leafRef) int { return cmpFloat(rk.leaf(a).ub, rk.leaf(b).ub) })
+	rk.opt.init(rk)
 	return nil
 }
 
@@ -364,44 +351,6 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// boundTerm computes qt.maxPart by walking the term's postings once, and
-// caches it when the plan's statistics are cacheable.
-func (ix *Index) boundTerm(ctx context.Context, r bleveindex.IndexReader, p *textPlan, qt *queryTerm, avg []float64) error {
-	parts := make([]float64, len(qt.fields))
-	var d bleveindex.TermFieldDoc
-	for li, fi := range qt.fields {
-		tfr, err := r.TermFieldReader(ctx, []byte(qt.term), textFields[fi].name, true, true, false)
-		if err != nil {
-			return fmt.Errorf("index: search: %w", err)
-		}
-		for i := 0; ; i++ {
-			if i%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					_ = tfr.Close()
-					return fmt.Errorf("index: search: %w", err)
-				}
-			}
-			next, err := tfr.Next(&d)
-			if err != nil {
-				_ = tfr.Close()
-				return fmt.Errorf("index: search: %w", err)
-			}
-			if next == nil {
-				break
-			}
-			parts[li] = max(parts[li], part(next.Freq, next.Norm, avg[fi]))
-		}
-		_ = tfr.Close()
-	}
-	bounded := *qt
-	bounded.maxPart = parts
-	*qt = bounded
-	if p.cache && len(qt.term) <= maxCachedTermBytes {
-		ix.dfs.put(p.gen, qt.term, bounded)
-	}
-	return nil
-}
-
 // hit is a scored doc.
 type hit struct {
 	doc   uint64
@@ -439,6 +388,9 @@ func (rk *ranker) run(ctx context.Context, n int) ([]hit, uint64, error) {
 	best := make(page, 0, min(n, 1024))
 	theta := math.Inf(-1) // lowest score on a full page
 	ne := 0               // rk.order[:ne] are non-essential
+	ess := essentials{rk: rk}
+	ess.reset(slices.Clone(rk.order))
+	matched := make([]leafRef, 0, len(rk.order))
 	var total uint64
 	for iter := 0; ; iter++ {
 		if iter%1024 == 0 {
@@ -447,44 +399,31 @@ func (rk *ranker) run(ctx context.Context, n int) ([]hit, uint64, error) {
 			}
 		}
 		// The next candidate: the first doc of an essential leaf.
-		d := uint64(exhausted)
-		for _, r := range rk.order[ne:] {
-			d = min(d, rk.leaf(r).cur)
-		}
+		d := ess.first()
 		if d == exhausted {
 			break
 		}
-		// Essential leaves are at or after d: look, then step past d.
-		for _, r := range rk.order[ne:] {
-			l := rk.leaf(r)
-			l.look(d)
-			if l.state == match {
-				if err := l.next(); err != nil {
-					return nil, 0, err
-				}
-			}
-		}
-		for _, r := range rk.order[:ne] {
-			rk.leaf(r).state = unknown
-		}
+		matched = ess.take(d, matched[:0])
 		// Non-essential leaves, largest bound first, while d can still
 		// make the page.
-		pruned := false
-		for i := ne - 1; i >= 0; i-- {
-			if b, ok := rk.score(true); !ok || b*(1+pruneSlack) <= theta {
-				pruned = true
-				break
+		if ne > 0 {
+			rk.opt.start(rk, matched)
+			pruned := false
+			for i := ne - 1; i >= 0; i-- {
+				if b, ok := rk.opt.bound(); !ok || b*(1+pruneSlack) <= theta {
+					pruned = true
+					break
+				}
+				r := rk.order[i]
+				l := rk.leaf(r)
+				l.advance(d)
+				rk.opt.looked(rk, r, l.look(d))
 			}
-			l := rk.leaf(rk.order[i])
-			if err := l.advance(d); err != nil {
-				return nil, 0, err
+			if pruned {
+				continue
 			}
-			l.look(d)
 		}
-		if pruned {
-			continue
-		}
-		score, ok := rk.score(false)
+		score, ok := rk.score(d)
 		if !ok {
 			continue
 		}
@@ -506,8 +445,14 @@ func (rk *ranker) run(ctx context.Context, n int) ([]hit, uint64, error) {
 		}
 		if len(best) == n && !rk.count && best[0].score > theta {
 			theta = best[0].score
-			for ne < len(rk.order) && rk.prefixBound(ne+1)*(1+pruneSlack) <= theta {
+			grew := false
+			for ne < len(rk.order) && rk.opt.prefixBound(rk, ne+1)*(1+pruneSlack) <= theta {
 				ne++
+				grew = true
+			}
+			if grew {
+				rk.opt.base(rk, ne)
+				ess.reset(append(ess.refs[:0], rk.order[ne:]...))
 			}
 		}
 	}
@@ -518,40 +463,222 @@ func (rk *ranker) run(ctx context.Context, n int) ([]hit, uint64, error) {
 	return out, total, nil
 }
 
-// prefixBound is the most a doc can score that matches none of the leaves
-// but rk.order[:i].
-func (rk *ranker) prefixBound(i int) float64 {
-	for j, r := range rk.order {
-		if j < i {
-			rk.leaf(r).state = unknown
-		} else {
-			rk.leaf(r).state = miss
+// essentials yields the candidates: the docs of the essential leaves, in
+// order. A few leaves are scanned; many (a pasted paragraph) are kept in a
+// min-heap by current doc.
+type essentials struct {
+	rk   *ranker
+	refs []leafRef
+	heap bool
+}
+
+// scanLeaves is the most essential leaves scanned rather than heaped.
+const scanLeaves = 12
+
+func (e *essentials) reset(refs []leafRef) {
+	e.refs, e.heap = refs, len(refs) > scanLeaves
+	if e.heap {
+		heap.Init(e)
+	}
+}
+
+// first is the next candidate; exhausted when there is none.
+func (e *essentials) first() uint64 {
+	if e.heap {
+		if len(e.refs) == 0 {
+			return exhausted
+		}
+		return e.rk.leaf(e.refs[0]).cur
+	}
+	d := uint64(exhausted)
+	for _, r := range e.refs {
+		d = min(d, e.rk.leaf(r).cur)
+	}
+	return d
+}
+
+// take looks at d on the leaves there, steps them past it and appends them
+// to matched.
+func (e *essentials) take(d uint64, matched []leafRef) []leafRef {
+	if !e.heap {
+		for _, r := range e.refs {
+			if l := e.rk.leaf(r); l.look(d) {
+				l.next()
+				matched = append(matched, r)
+			}
+		}
+		return matched
+	}
+	for len(e.refs) > 0 && e.rk.leaf(e.refs[0]).cur == d {
+		r := e.refs[0]
+		l := e.rk.leaf(r)
+		l.look(d)
+		l.next()
+		heap.Fix(e, 0)
+		matched = append(matched, r)
+	}
+	return matched
+}
+
+func (e *essentials) Len() int           { return len(e.refs) }
+func (e *essentials) Less(i, j int) bool { return e.rk.leaf(e.refs[i]).cur < e.rk.leaf(e.refs[j]).cur }
+func (e *essentials) Swap(i, j int)      { e.refs[i], e.refs[j] = e.refs[j], e.refs[i] }
+func (e *essentials) Push(x any)         { e.refs = append(e.refs, x.(leafRef)) }
+func (e *essentials) Pop() any {
+	x := e.refs[len(e.refs)-1]
+	e.refs = e.refs[:len(e.refs)-1]
+	return x
+}
+
+// optimist keeps the bound on the score of the doc being scored as its
+// non-essential leaves are looked at one by one: the score with every leaf
+// not yet looked at counted as matching at its bound. It is updated in
+// constant time per leaf looked at.
+type optimist struct {
+	sum, ub    []float64 // per term: matched leaves' scores, unknown leaves' bounds
+	n, u       []int     // per term: how many of each
+	ub0        []float64 // per term: the bounds of its non-essential leaves
+	u0         []int     // and how many there are
+	group      []int     // per term: 0 must, 1 should
+	size       [2]int    // terms per group
+	gsum       [2]float64
+	gn         [2]int // terms per group that match or may
+	termBounds []float64
+}
+
+func (o *optimist) init(rk *ranker) {
+	n := len(rk.terms)
+	o.sum, o.ub, o.ub0, o.termBounds = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	o.n, o.u, o.u0, o.group = make([]int, n), make([]int, n), make([]int, n), make([]int, n)
+	for _, ti := range rk.should {
+		o.group[ti] = 1
+	}
+	o.size = [2]int{len(rk.must), len(rk.should)}
+}
+
+// base records the non-essential leaves, rk.order[:ne].
+func (o *optimist) base(rk *ranker, ne int) {
+	clear(o.ub0)
+	clear(o.u0)
+	for _, r := range rk.order[:ne] {
+		o.ub0[r.t] += rk.leaf(r).ub
+		o.u0[r.t]++
+	}
+}
+
+// start sets the state at a new doc: the essential leaves in matched
+// match it, the other essential leaves do not, and the non-essential ones
+// are not looked at yet.
+func (o *optimist) start(rk *ranker, matched []leafRef) {
+	copy(o.ub, o.ub0)
+	copy(o.u, o.u0)
+	clear(o.sum)
+	clear(o.n)
+	for _, r := range matched {
+		o.sum[r.t] += rk.leaf(r).s
+		o.n[r.t]++
+	}
+	o.total(rk)
+}
+
+// total recomputes the terms' and groups' bounds.
+func (o *optimist) total(rk *ranker) {
+	o.gsum, o.gn = [2]float64{}, [2]int{}
+	for ti := range rk.terms {
+		b, ok := o.term(rk, ti)
+		o.termBounds[ti] = b
+		if ok {
+			o.gsum[o.group[ti]] += b
+			o.gn[o.group[ti]]++
 		}
 	}
-	b, _ := rk.score(true)
+}
+
+func (o *optimist) term(rk *ranker, ti int) (float64, bool) {
+	k := o.n[ti] + o.u[ti]
+	if k == 0 {
+		return 0, false
+	}
+	b := o.sum[ti] + o.ub[ti]
+	if f := len(rk.terms[ti].leaves); f > 1 {
+		b *= float64(k) / float64(f)
+	}
+	return b, true
+}
+
+// looked updates the state once non-essential leaf r was looked at.
+func (o *optimist) looked(rk *ranker, r leafRef, match bool) {
+	ti, l := r.t, rk.leaf(r)
+	g := o.group[ti]
+	before := o.n[ti]+o.u[ti] > 0
+	o.ub[ti] -= l.ub
+	o.u[ti]--
+	if match {
+		o.sum[ti] += l.s
+		o.n[ti]++
+	}
+	b, ok := o.term(rk, ti)
+	o.gsum[g] += b - o.termBounds[ti]
+	o.termBounds[ti] = b
+	if before && !ok {
+		o.gn[g]--
+	}
+}
+
+// bound is the bound on the doc's score; ok is false when no must term can
+// match.
+func (o *optimist) bound() (float64, bool) {
+	if o.gn[0] == 0 {
+		return 0, false
+	}
+	b := o.gsum[0]
+	if o.size[0] > 1 {
+		b *= float64(o.gn[0]) / float64(o.size[0])
+	}
+	if o.gn[1] > 0 {
+		s := o.gsum[1]
+		if o.size[1] > 1 {
+			s *= float64(o.gn[1]) / float64(o.size[1])
+		}
+		b += s
+	}
+	return b, true
+}
+
+// prefixBound is the most a doc can score that matches none of the leaves
+// but rk.order[:i].
+func (o *optimist) prefixBound(rk *ranker, i int) float64 {
+	clear(o.sum)
+	clear(o.n)
+	clear(o.ub)
+	clear(o.u)
+	for _, r := range rk.order[:i] {
+		o.ub[r.t] += rk.leaf(r).ub
+		o.u[r.t]++
+	}
+	o.total(rk)
+	b, _ := o.bound()
 	return b
 }
 
-// score adds up the leaves' scores at the doc they were looked at as
+// score adds up the leaves' scores at d, where they were looked at, as
 // Bleve's disjunction and boolean searchers do: per term, per group, must
-// plus should. ok is false when no must term matches. With optimistic,
-// leaves not looked at yet count as matching at their bounds, which makes
-// it a bound on the score.
-func (rk *ranker) score(optimistic bool) (float64, bool) {
-	must, ok := rk.groupScore(rk.must, optimistic)
+// plus should. ok is false when no must term matches.
+func (rk *ranker) score(d uint64) (float64, bool) {
+	must, ok := rk.groupScore(rk.must, d)
 	if !ok {
 		return 0, false
 	}
-	if should, ok := rk.groupScore(rk.should, optimistic); ok {
+	if should, ok := rk.groupScore(rk.should, d); ok {
 		return 0 + must + should, true
 	}
 	return must, true
 }
 
-func (rk *ranker) groupScore(idx []int, optimistic bool) (float64, bool) {
+func (rk *ranker) groupScore(idx []int, d uint64) (float64, bool) {
 	sum, n := 0.0, 0
 	for _, ti := range idx {
-		if s, ok := rk.terms[ti].score(optimistic); ok {
+		if s, ok := rk.terms[ti].score(d); ok {
 			sum += s
 			n++
 		}

@@ -256,9 +256,6 @@ type queryTerm struct {
 	fields []int    // indexes into textFields with df > 0
 	df     []uint64 // per entry of fields
 	maxDF  uint64
-	// maxPart, per entry of fields, bounds the term's BM25 frequency part
-	// (what multiplies idf) over every doc; nil until rankText needs it.
-	maxPart []float64
 }
 
 // textPlan is an analysed text query as rankText runs it: the terms found

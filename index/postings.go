@@ -1,0 +1,143 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/search"
+	bleveindex "github.com/blevesearch/bleve_index_api"
+)
+
+// Decoded postings.
+//
+// Walking Bleve's postings costs tens of nanoseconds a step and an Advance
+// within a chunk decodes every posting it skips; rankText probes the long
+// lists of common terms at scattered docs. So a leaf's postings are decoded
+// once per index snapshot into two arrays, doc numbers and the BM25 doc
+// score each posting gives before the query weight (Bleve's
+// TermQueryScorer.docScore: idf·tf·k1/(tf+k1·(1−b+b·len/avgLen))), and
+// kept in a bounded cache for the queries that follow: an Advance is then
+// a galloping search, a score one multiplication.
+//
+// A doc's number and a leaf's scores belong to one snapshot: a write
+// changes deletions, document frequencies and lengths, a merge renumbers
+// docs. So the cache is keyed by the generation plus the snapshot's
+// segment IDs, and used only when the search's reader is exactly that
+// generation (textPlan.cache).
+
+// postingCacheBytes bounds the decoded postings kept: 12 bytes a posting,
+// so about 5.6 million postings, the hot terms of a 100k-entry registry.
+const postingCacheBytes = 64 << 20
+
+// decoded is one leaf's postings in one snapshot.
+type decoded struct {
+	docs []uint32
+	s    []float64 // Bleve's docScore of each posting
+	max  float64   // the largest s
+}
+
+func (d *decoded) bytes() int { return len(d.docs)*4 + len(d.s)*8 + 64 }
+
+// leafKey names a leaf: a term in a text field (an index into textFields).
+type leafKey struct {
+	term  string
+	field int
+}
+
+// postingCache holds the decoded leaves of one snapshot, starting afresh
+// when the snapshot changes or the budget is spent.
+type postingCache struct {
+	limit int
+
+	mu    sync.Mutex
+	snap  string
+	lists map[leafKey]*decoded
+	bytes int
+}
+
+func (c *postingCache) get(snap string, k leafKey) *decoded {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap != snap {
+		return nil
+	}
+	return c.lists[k]
+}
+
+func (c *postingCache) put(snap string, k leafKey, d *decoded) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap != snap || c.lists == nil || c.bytes+d.bytes() > c.limit {
+		c.snap, c.lists, c.bytes = snap, make(map[leafKey]*decoded, 256), 0
+	}
+	if d.bytes() > c.limit {
+		return
+	}
+	c.lists[k] = d
+	c.bytes += d.bytes()
+}
+
+// snapshotKey identifies r's doc numbering and statistics, given that r is
+// exactly generation gen; "" when r is not a scorch snapshot.
+func snapshotKey(r bleveindex.IndexReader, gen uint64) string {
+	is, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(strconv.FormatUint(gen, 10))
+	for _, s := range is.Segments() {
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatUint(s.Id(), 10))
+	}
+	return b.String()
+}
+
+// decode walks a leaf's postings once.
+func decode(ctx context.Context, r bleveindex.IndexReader, term string, field string, idf, avg float64) (*decoded, error) {
+	tfr, err := r.TermFieldReader(ctx, []byte(term), field, true, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("index: search: %w", err)
+	}
+	defer tfr.Close()
+	n := tfr.Count()
+	d := &decoded{docs: make([]uint32, 0, n), s: make([]float64, 0, n)}
+	var tfd bleveindex.TermFieldDoc
+	for i := 0; ; i++ {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("index: search: %w", err)
+			}
+		}
+		next, err := tfr.Next(&tfd)
+		if err != nil {
+			return nil, fmt.Errorf("index: search: %w", err)
+		}
+		if next == nil {
+			break
+		}
+		num := next.ID.Value()
+		if num > math.MaxUint32 {
+			return nil, fmt.Errorf("index: search: doc number %d out of range", num)
+		}
+		s := docScore(idf, next.Freq, next.Norm, avg)
+		d.docs = append(d.docs, uint32(num))
+		d.s = append(d.s, s)
+		d.max = max(d.max, s)
+	}
+	return d, nil
+}
+
+// docScore is Bleve's TermQueryScorer.docScore for BM25, operation for
+// operation, so scores agree to the bit.
+func docScore(idf float64, freq uint64, norm, avg float64) float64 {
+	tf := math.Sqrt(float64(freq))
+	fieldLength := 1 / (norm * norm)
+	return idf * (tf * search.BM25_k1) /
+		(tf + search.BM25_k1*(1-search.BM25_b+(search.BM25_b*fieldLength/avg)))
+}
