@@ -31,6 +31,7 @@ type registryConfig struct {
 	// federateDiscovered allowlists hosts of registries found in the index.
 	federateDiscovered []string
 	crawlInterval      time.Duration
+	demandRetention    time.Duration
 }
 
 func (rc *registryConfig) flags(cmd *cobra.Command) {
@@ -42,6 +43,7 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.StringArrayVar(&rc.federateDiscovered, "federate-discovered", nil, "host of an indexed ai-registry entry that federation auto may also ask (repeatable; none by default)")
 	f.BoolVar(&rc.noDefaultCorpus, "no-default-corpus", false, "do not ingest the embedded default corpus into an empty data dir")
 	f.DurationVar(&rc.crawlInterval, "crawl-interval", 0, "re-crawl known publishers in the background this often (0 = off)")
+	f.DurationVar(&rc.demandRetention, "demand-retention", 90*24*time.Hour, "how long the demand log keeps each search record (daily counts are kept)")
 }
 
 func (rc *registryConfig) validate() error {
@@ -55,6 +57,9 @@ func (rc *registryConfig) validate() error {
 	}
 	if rc.crawlInterval < 0 {
 		return fmt.Errorf("--crawl-interval must not be negative")
+	}
+	if rc.demandRetention <= 0 {
+		return fmt.Errorf("--demand-retention must be positive")
 	}
 	return nil
 }
@@ -219,6 +224,7 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		FederateDiscovered: rc.federateDiscovered,
 		Upstreams:          rc.upstreams,
 		FederationTimeout:  rc.federationTimeout,
+		DemandRetention:    rc.demandRetention,
 		Logger:             logger,
 	}, stores.db, stores.ix)
 	if err != nil {

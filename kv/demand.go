@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -194,4 +195,31 @@ func (db *DB) DemandDays(from, to time.Time) ([]DemandDay, error) {
 func truncateDay(t time.Time) time.Time {
 	t = t.UTC()
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// PruneSearches deletes the search records from before cutoff, oldest
+// first, at most limit of them in one transaction, and reports how many it
+// deleted. The daily aggregates stay: /stats reads only those.
+func (db *DB) PruneSearches(cutoff time.Time, limit int) (int, error) {
+	end := make([]byte, 8)
+	if ns := cutoff.UnixNano(); ns > 0 {
+		binary.BigEndian.PutUint64(end, uint64(ns))
+	}
+	n := 0
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDemand).Cursor()
+		// Always the first key: a bbolt cursor's Next after Delete can
+		// skip one.
+		for k, _ := c.First(); k != nil && n < limit && bytes.Compare(k[:8], end) < 0; k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("kv: prune search records: %w", err)
+	}
+	return n, nil
 }

@@ -114,3 +114,54 @@ func BenchmarkAppendSearches(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(group)), "ns/record")
 }
+
+func TestPruneSearches(t *testing.T) {
+	db, err := kv.Open(t.TempDir(), kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	base := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	var recs []kv.SearchRecord
+	for i := range 50 {
+		recs = append(recs, kv.SearchRecord{Time: base.Add(time.Duration(i) * time.Hour), Text: "q"})
+	}
+	if err := db.AppendSearches(recs); err != nil {
+		t.Fatal(err)
+	}
+	daysBefore, err := db.DemandDays(base, base.Add(49*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cutoff := base.Add(30 * time.Hour) // records 0..29 are older
+	// Bounded per call: two calls of 20 delete the 30 old records only.
+	var deleted []int
+	for range 3 {
+		n, err := db.PruneSearches(cutoff, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted = append(deleted, n)
+	}
+	if !reflect.DeepEqual(deleted, []int{20, 10, 0}) {
+		t.Fatalf("deleted %v per call, want [20 10 0]", deleted)
+	}
+	var left []time.Time
+	if err := db.SearchesSince(time.Time{}, func(r kv.SearchRecord) (bool, error) {
+		left = append(left, r.Time)
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 20 || !left[0].Equal(cutoff) {
+		t.Fatalf("%d records left, first at %v; want 20 from %v", len(left), left[0], cutoff)
+	}
+	// The daily aggregates, which /stats reads, are untouched.
+	daysAfter, err := db.DemandDays(base, base.Add(49*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(daysAfter, daysBefore) {
+		t.Fatalf("daily aggregates changed: %+v, were %+v", daysAfter, daysBefore)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ardx-dev/ardx/kv"
 )
@@ -14,33 +15,50 @@ import (
 // bbolt transaction. Under a burst, records group naturally: while one
 // commit runs the next group fills.
 
+//
+// It also keeps the log bounded: search records older than the retention
+// (90 days unless configured, the longest window /stats shows) are deleted
+// at start and every hour, in bounded transactions, with the searches
+// queued meanwhile committed between them. The daily aggregates stay.
+
 const (
 	demandQueueLen = 8192
 	maxDemandGroup = 512
+
+	defaultDemandRetention = 90 * 24 * time.Hour
+	demandPruneEvery       = time.Hour
+	demandPruneChunk       = 10000
 )
 
 type demandWriter struct {
-	db      *kv.DB
-	log     *slog.Logger
-	queue   chan kv.SearchRecord
-	flushes chan chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	closed  atomic.Bool
+	db        *kv.DB
+	log       *slog.Logger
+	now       func() time.Time
+	retention time.Duration
+	queue     chan kv.SearchRecord
+	flushes   chan chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	once      sync.Once
+	closed    atomic.Bool
 	// dropped counts records lost to a full queue or a failed commit; a
 	// search is never made to wait for the log.
 	dropped atomic.Int64
 }
 
-func newDemandWriter(db *kv.DB, log *slog.Logger) *demandWriter {
+func newDemandWriter(db *kv.DB, log *slog.Logger, now func() time.Time, retention time.Duration) *demandWriter {
+	if retention <= 0 {
+		retention = defaultDemandRetention
+	}
 	d := &demandWriter{
-		db:      db,
-		log:     log,
-		queue:   make(chan kv.SearchRecord, demandQueueLen),
-		flushes: make(chan chan struct{}),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		db:        db,
+		log:       log,
+		now:       now,
+		retention: retention,
+		queue:     make(chan kv.SearchRecord, demandQueueLen),
+		flushes:   make(chan chan struct{}),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	go d.run()
 	return d
@@ -63,8 +81,13 @@ func (d *demandWriter) record(rec kv.SearchRecord) {
 func (d *demandWriter) run() {
 	defer close(d.done)
 	group := make([]kv.SearchRecord, 0, maxDemandGroup)
+	d.prune(group)
+	tick := time.NewTicker(demandPruneEvery)
+	defer tick.Stop()
 	for {
 		select {
+		case <-tick.C:
+			d.prune(group)
 		case rec := <-d.queue:
 			group = append(group[:0], rec)
 			group = d.drain(group, maxDemandGroup)
@@ -107,6 +130,30 @@ func (d *demandWriter) commit(group []kv.SearchRecord) {
 	if err := d.db.AppendSearches(group); err != nil {
 		d.dropped.Add(int64(len(group)))
 		d.log.Error("demand log commit failed; searches not recorded", "records", len(group), "err", err)
+	}
+}
+
+// prune deletes the records older than the retention, a chunk per
+// transaction, committing the searches queued meanwhile between chunks.
+func (d *demandWriter) prune(group []kv.SearchRecord) {
+	cutoff := d.now().Add(-d.retention)
+	total := 0
+	for {
+		n, err := d.db.PruneSearches(cutoff, demandPruneChunk)
+		if err != nil {
+			d.log.Error("demand log pruning failed", "err", err)
+			return
+		}
+		total += n
+		if n < demandPruneChunk {
+			break
+		}
+		if group = d.drain(group[:0], maxDemandGroup); len(group) > 0 {
+			d.commit(group)
+		}
+	}
+	if total > 0 {
+		d.log.Info("demand log pruned", "records", total, "before", cutoff)
 	}
 }
 

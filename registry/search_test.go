@@ -1,12 +1,14 @@
 package registry_test
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ardx-dev/ardx/registry"
 )
@@ -322,5 +324,48 @@ func TestSearchSecondPageRecordsRanks(t *testing.T) {
 	got := recs[1]
 	if got.Offset != 2 || len(got.Results) != 2 || got.Results[0].Rank != 3 || got.Results[0].ID != second.Results[0]["identifier"] {
 		t.Fatalf("second page record %+v", got)
+	}
+}
+
+// TestDemandLogRetention: search records older than the retention are
+// deleted when a service starts (and hourly); younger ones stay, and so do
+// the daily counts /stats reads.
+func TestDemandLogRetention(t *testing.T) {
+	then := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
+	f := newTestServer(t, registry.Config{Now: func() time.Time { return then }}, nil)
+	f.search(t, `{"query":{"text":"weather"},"federation":"none"}`)
+	records := func() int { return len(f.records(t)) }
+	restart := func(now time.Time, retention time.Duration) {
+		t.Helper()
+		svc, err := registry.New(registry.Config{PublicURL: publicURL, Now: func() time.Time { return now }, DemandRetention: retention}, f.db, f.ix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := svc.Flush(ctx); err != nil { // pruning runs before the first flush is served
+			t.Fatal(err)
+		}
+		if err := svc.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if records() != 1 {
+		t.Fatalf("%d records before pruning, want 1", records())
+	}
+	restart(then.Add(89*24*time.Hour), 0)
+	if records() != 1 {
+		t.Fatal("a record younger than the default 90 days was pruned")
+	}
+	restart(then.Add(2*time.Hour), time.Hour)
+	if records() != 0 {
+		t.Fatal("a record older than the configured retention survived")
+	}
+	days, err := f.db.DemandDays(then, then)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(days) != 1 || days[0].Searches != 1 {
+		t.Fatalf("daily counts after pruning: %+v, want 1 search", days)
 	}
 }

@@ -57,6 +57,9 @@ type Config struct {
 	// discovered registry is a publisher's claim, so the operator opts in
 	// host by host.
 	FederateDiscovered []string
+	// DemandRetention is how long the demand log keeps each search record;
+	// zero means 90 days. The daily aggregates /stats reads are kept.
+	DemandRetention time.Duration
 }
 
 // Service is the registry's HTTP service. Create it with New, serve
@@ -163,7 +166,7 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 			s.discovered.allow[h] = true
 		}
 	}
-	s.demand = newDemandWriter(db, s.log)
+	s.demand = newDemandWriter(db, s.log, s.cfg.Now, cfg.DemandRetention)
 	s.handler = s.routes()
 	return s, nil
 }
