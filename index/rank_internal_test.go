@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 )
@@ -208,4 +209,70 @@ func scoredMatches(t testing.TB, ix *Index, req SearchRequest) uint64 {
 		t.Fatal(err)
 	}
 	return scored
+}
+
+// TestRankTextUnderWrites searches while docs are put, replaced and
+// deleted, and merges renumber them: every search must succeed, and
+// every hit must be a doc the index held at some point.
+func TestRankTextUnderWrites(t *testing.T) {
+	ix, err := OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	rng := rand.New(rand.NewPCG(3, 5))
+	vocab := rankCorpus(t, ix, rng)
+	ctx := t.Context()
+	stop := make(chan struct{})
+	var writeErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wrng := rand.New(rand.NewPCG(9, 9))
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var docs []Doc
+			for j := range 50 {
+				n := wrng.IntN(3500)
+				docs = append(docs, Doc{ID: fmt.Sprintf("urn:air:p%d.test:ns:doc-%d", n%37, n), Name: fmt.Sprintf("doc-%d", n),
+					DisplayName: vocab[j%20] + " " + vocab[wrng.IntN(len(vocab))], Description: vocab[wrng.IntN(40)] + " " + vocab[wrng.IntN(len(vocab))],
+					Type: "application/mcp-server-card+json"})
+			}
+			if err := ix.Put(docs); err != nil {
+				writeErr = err
+				return
+			}
+			if i%3 == 0 {
+				if err := ix.Delete([]string{docs[0].ID, docs[1].ID}); err != nil {
+					writeErr = err
+					return
+				}
+			}
+		}
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	searches := 0
+	for time.Now().Before(deadline) {
+		q := vocab[rng.IntN(30)] + " " + vocab[rng.IntN(len(vocab))]
+		res, err := ix.Search(ctx, SearchRequest{Text: q + fmt.Sprintf(" zq%dx", searches), Size: 10})
+		if err != nil {
+			t.Fatalf("search %q: %v", q, err)
+		}
+		for _, h := range res.Hits {
+			if !strings.HasPrefix(h.ID, "urn:air:p") {
+				t.Fatalf("search %q returned %q", q, h.ID)
+			}
+		}
+		searches++
+	}
+	close(stop)
+	<-done
+	if writeErr != nil {
+		t.Fatal(writeErr)
+	}
+	t.Logf("%d searches during writes", searches)
 }
