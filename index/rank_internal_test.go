@@ -134,7 +134,11 @@ func TestRankTextMatchesBleve(t *testing.T) {
 	compared, pruned := 0, 0
 	for q := 0; q < 400; q++ {
 		var words []string
-		for range 1 + rng.IntN(6) {
+		n := 1 + rng.IntN(6)
+		if q%10 == 0 {
+			n = 11 + rng.IntN(20) // a pasted paragraph
+		}
+		for range n {
 			words = append(words, vocab[zipf.Uint64()])
 		}
 		if rng.IntN(5) == 0 {
@@ -163,8 +167,15 @@ func TestRankTextMatchesBleve(t *testing.T) {
 			if len(got.Hits) != len(want) {
 				t.Fatalf("%+v: %d hits, bleve %d", req, len(got.Hits), len(want))
 			}
+			// Over ten clauses Bleve's disjunction switches to a heap and
+			// sums in heap order, so scores may differ in the last bits
+			// and near-ties in order; the scores must still agree.
+			tol, sameIDs := tolerance, true
+			if len(words) > 10 {
+				tol, sameIDs = 1e-12, false
+			}
 			for i := range want {
-				if got.Hits[i].ID != want[i].ID || math.Abs(got.Hits[i].Raw-want[i].Raw) > tolerance*want[i].Raw {
+				if (sameIDs && got.Hits[i].ID != want[i].ID) || math.Abs(got.Hits[i].Raw-want[i].Raw) > tol*want[i].Raw {
 					t.Fatalf("%+v: hit %d is %s %v, bleve %s %v", req, i, got.Hits[i].ID, got.Hits[i].Raw, want[i].ID, want[i].Raw)
 				}
 			}
