@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ardx-dev/ardx/internal/gencache"
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -140,8 +141,8 @@ type Index struct {
 	writeMu sync.Mutex
 	probes  *probeSample
 
-	dfs      *genCache[queryTerm]
-	results  *genCache[SearchResult]
+	dfs      *gencache.Cache[queryTerm]
+	results  *gencache.Cache[SearchResult]
 	postings *postingCache
 
 	closeOnce sync.Once
@@ -302,7 +303,7 @@ func newIndex(b bleve.Index, log *slog.Logger) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{bleve: b, an: an, log: log, dfs: &genCache[queryTerm]{limit: dfCacheSize}, results: &genCache[SearchResult]{limit: resultCacheSize},
+	ix := &Index{bleve: b, an: an, log: log, dfs: gencache.New[queryTerm](dfCacheSize), results: gencache.New[SearchResult](resultCacheSize),
 		postings: &postingCache{limit: postingCacheBytes}}
 	raw, err := b.GetInternal(internalProbes)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Result cache bounds: how many results one generation keeps, and which
@@ -20,45 +19,6 @@ const (
 // cacheable reports whether a result may be kept under key.
 func cacheable(key string, r SearchResult) bool {
 	return len(key) <= maxCachedKeyBytes && len(r.Hits) <= maxCachedHitsCount
-}
-
-// genCache remembers values computed from one index generation: any Put or
-// Delete makes them all stale. It holds at most limit values and starts
-// afresh when full. It backs the term statistics (dfs) and, since agents ask
-// a registry the same questions over and over ("weather forecast"), whole
-// search results, so a repeated query costs a map lookup instead of scoring
-// every doc that matches its terms. Values are shared: callers copy what
-// they may change.
-type genCache[V any] struct {
-	limit int
-
-	mu     sync.Mutex
-	gen    uint64
-	values map[string]V
-}
-
-func (c *genCache[V]) get(gen uint64, key string) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen {
-		var zero V
-		return zero, false
-	}
-	v, ok := c.values[key]
-	return v, ok
-}
-
-func (c *genCache[V]) put(gen uint64, key string, v V) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if gen < c.gen {
-		return // computed before the newest generation seen: stale
-	}
-	if c.gen != gen || c.values == nil || len(c.values) >= c.limit {
-		c.gen = gen
-		c.values = make(map[string]V, 256)
-	}
-	c.values[key] = v
 }
 
 // resultKey identifies a search: text, filter (keys sorted), viewer and the

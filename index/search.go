@@ -56,7 +56,7 @@ func (ix *Index) Search(ctx context.Context, req SearchRequest) (SearchResult, e
 	key := resultKey(req, from, size)
 	gen, quiet := ix.gen.Load(), ix.writing.Load() == 0
 	if quiet {
-		if r, ok := ix.results.get(gen, key); ok {
+		if r, ok := ix.results.Get(gen, key); ok {
 			r.Hits = slices.Clone(r.Hits)
 			// Scores follow the calibration now in force, as a fresh
 			// search's would.
@@ -70,7 +70,7 @@ func (ix *Index) Search(ctx context.Context, req SearchRequest) (SearchResult, e
 	}
 	out, err := ix.search(ctx, req, from, size)
 	if err == nil && quiet && cacheable(key, out) && ix.writing.Load() == 0 && ix.gen.Load() == gen {
-		ix.results.put(gen, key, SearchResult{Total: out.Total, More: out.More, Hits: slices.Clone(out.Hits)})
+		ix.results.Put(gen, key, SearchResult{Total: out.Total, More: out.More, Hits: slices.Clone(out.Hits)})
 	}
 	return out, err
 }
@@ -295,7 +295,7 @@ func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen ui
 	for _, t := range terms {
 		qt, ok := queryTerm{}, false
 		if p.cache {
-			qt, ok = ix.dfs.get(gen, t)
+			qt, ok = ix.dfs.Get(gen, t)
 		}
 		if !ok {
 			qt = queryTerm{term: t}
@@ -313,7 +313,7 @@ func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen ui
 				}
 			}
 			if p.cache && len(qt.term) <= maxCachedTermBytes {
-				ix.dfs.put(gen, qt.term, qt)
+				ix.dfs.Put(gen, qt.term, qt)
 			}
 		}
 		if len(qt.fields) == 0 {
