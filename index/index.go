@@ -405,6 +405,17 @@ func (ix *Index) Delete(ids []string) error {
 	})
 }
 
+// Generation names the index's current state: it changes with every Put
+// and Delete. quiet is false while one is under way, when the state is
+// between generations and nothing computed from it should be kept.
+// The score calibration belongs to the state: until it is settled for
+// the current generation, the state is not quiet either.
+func (ix *Index) Generation() (gen uint64, quiet bool) {
+	gen = ix.gen.Load()
+	c := ix.cal.Load()
+	return gen, ix.writing.Load() == 0 && c != nil && c.gen == gen
+}
+
 // Count returns the number of indexed docs.
 func (ix *Index) Count() (uint64, error) {
 	n, err := ix.bleve.DocCount()

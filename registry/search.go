@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
@@ -109,6 +110,58 @@ func (s *Service) nextToken(req searchRequest, next int) string {
 	return s.tokens.seal(tokenSearch, req.scope, binary.AppendUvarint(nil, uint64(next)))
 }
 
+// Response cache bounds: at most 1,024 responses of at most 32 KiB each
+// (a page of ten entries is ~8 KiB), so under 33 MB.
+const (
+	responseCacheSize      = 1024
+	maxCachedResponseBytes = 32 << 10
+	maxResponseKeyBytes    = 1024
+)
+
+// cachedResponse is a rendered local search response and the results it
+// holds, which each search that it answers records in the demand log.
+type cachedResponse struct {
+	body    []byte
+	results []kv.ReturnedEntry
+}
+
+// responseKey identifies what a local search's response depends on besides
+// the index: the page-token scope (federation mode, text, filter) and the
+// page.
+func responseKey(req searchRequest) string {
+	b := make([]byte, 0, len(req.scope)+24)
+	b = append(b, req.scope...)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, int64(req.Offset), 10)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, int64(req.Limit), 10)
+	return string(b)
+}
+
+// recordSearch queues the demand record of a search. It is called before
+// the response goes out, so a caller that has its answer can rely on Flush
+// covering it.
+func (s *Service) recordSearch(req searchRequest, results []kv.ReturnedEntry, outcomes []kv.UpstreamOutcome) {
+	rec := kv.SearchRecord{
+		Time:       s.cfg.Now().UTC(),
+		Text:       req.Text,
+		Federation: req.Federation,
+		Offset:     req.Offset,
+		Results:    results,
+		Upstreams:  outcomes,
+	}
+	if len(req.Filter) > 0 {
+		rec.Filter = map[string][]string(req.Filter)
+	}
+	s.demand.record(rec)
+}
+
+func writeResponse(w http.ResponseWriter, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	_, _ = w.Write(body)
+}
+
 // resultItem is one result on its way to the response.
 type resultItem struct {
 	id         string
@@ -136,6 +189,25 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 	mode := req.Federation
 	if mode == fedAuto && len(s.federationTargets(r.Context())) == 0 {
 		mode = fedNone // nothing to fan out to: answer as none
+	}
+
+	// A local search's response is a function of the request and the
+	// index state: a repeated one is answered from the response cache.
+	var (
+		cacheKey string
+		gen      uint64
+	)
+	if mode == fedNone {
+		if g, quiet := s.ix.Generation(); quiet {
+			if key := responseKey(req); len(key) <= maxResponseKeyBytes {
+				if c, ok := s.responses.Get(g, key); ok {
+					s.recordSearch(req, c.results, nil)
+					writeResponse(w, c.body)
+					return
+				}
+				cacheKey, gen = key, g
+			}
+		}
 	}
 
 	var (
@@ -195,29 +267,21 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 	}
 	buf = append(buf, "}\n"...)
 
-	// Recorded before the response goes out, so a caller that has its
-	// answer can rely on Flush covering it.
-	rec := kv.SearchRecord{
-		Time:       s.cfg.Now().UTC(),
-		Text:       req.Text,
-		Federation: req.Federation,
-		Offset:     req.Offset,
-		Upstreams:  outcomes,
-	}
-	if len(req.Filter) > 0 {
-		rec.Filter = map[string][]string(req.Filter)
-	}
+	var results []kv.ReturnedEntry
 	if len(items) > 0 {
-		rec.Results = make([]kv.ReturnedEntry, len(items))
+		results = make([]kv.ReturnedEntry, len(items))
 		for i, it := range items {
-			rec.Results[i] = kv.ReturnedEntry{ID: it.id, Rank: req.Offset + i + 1, Source: it.upstream}
+			results[i] = kv.ReturnedEntry{ID: it.id, Rank: req.Offset + i + 1, Source: it.upstream}
 		}
 	}
-	s.demand.record(rec)
-
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
-	_, _ = w.Write(buf)
+	s.recordSearch(req, results, outcomes)
+	if cacheKey != "" && len(buf) <= maxCachedResponseBytes {
+		// Kept only if the index did not change while it was computed.
+		if g, quiet := s.ix.Generation(); quiet && g == gen {
+			s.responses.Put(gen, cacheKey, cachedResponse{body: bytes.Clone(buf), results: results})
+		}
+	}
+	writeResponse(w, buf)
 	*bp = buf
 	if cap(buf) <= 1<<20 { // keep the pool from pinning huge pages
 		bufPool.Put(bp)

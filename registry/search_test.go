@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -367,5 +368,39 @@ func TestDemandLogRetention(t *testing.T) {
 	}
 	if len(days) != 1 || days[0].Searches != 1 {
 		t.Fatalf("daily counts after pruning: %+v, want 1 search", days)
+	}
+}
+
+// TestRepeatedSearchFollowsWrites: a repeated local search is answered
+// from the response cache (same bytes, still recorded in the demand log),
+// and a write to the index makes it compute afresh.
+func TestRepeatedSearchFollowsWrites(t *testing.T) {
+	f := newTestServer(t, registry.Config{}, nil)
+	body := `{"query":{"text":"rain radar"},"federation":"none","pageSize":1}`
+	_, first := f.do(t, http.MethodPost, "/search", body)
+	_, second := f.do(t, http.MethodPost, "/search", body)
+	if !bytes.Equal(first, second) {
+		t.Fatalf("repeated search differs:\n%s\n%s", first, second)
+	}
+	if recs := f.records(t); len(recs) != 2 || len(recs[1].Results) != 1 || recs[1].Results[0].ID != "urn:air:rain.test:radar" {
+		t.Fatalf("demand records %+v, want two, the second with the radar", recs)
+	}
+	// Its page token works like a fresh one.
+	var page struct {
+		PageToken string `json:"pageToken"`
+	}
+	if err := json.Unmarshal(second, &page); err != nil || page.PageToken == "" {
+		t.Fatalf("no page token in %s", second)
+	}
+	f.search(t, `{"query":{"text":"rain radar"},"federation":"none","pageSize":1,"pageToken":"`+page.PageToken+`"}`)
+
+	// Rewrite the radar's description: the next search shows it.
+	loadEntries(t, f.db, f.ix, "fixtures", []string{
+		`{"identifier":"urn:air:rain.test:radar","displayName":"Rain Radar","type":"application/mcp-server-card+json","url":"https://rain.test/card.json","description":"Rain radar, now with hail alerts.","tags":["weather","radar"],"representativeQueries":["rain radar","precipitation forecast"]}`,
+	})
+	for range 3 { // fresh, then as the cache may answer again
+		if _, after := f.do(t, http.MethodPost, "/search", body); !bytes.Contains(after, []byte("hail alerts")) {
+			t.Fatalf("search after the write still answers the old entry: %s", after)
+		}
 	}
 }

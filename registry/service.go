@@ -16,6 +16,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/internal/gencache"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry/sources"
 	"github.com/ardx-dev/ardx/web"
@@ -74,6 +75,7 @@ type Service struct {
 	upstreams []upstream
 	tokens    tokenSealer
 	demand    *demandWriter
+	responses *gencache.Cache[cachedResponse] // rendered local search responses
 	openapi   []byte
 	// sourceJSON is PublicURL as a JSON string, the source of local results.
 	sourceJSON []byte
@@ -166,6 +168,7 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 			s.discovered.allow[h] = true
 		}
 	}
+	s.responses = gencache.New[cachedResponse](responseCacheSize)
 	s.demand = newDemandWriter(db, s.log, s.cfg.Now, cfg.DemandRetention)
 	s.handler = s.routes()
 	return s, nil
