@@ -121,6 +121,26 @@ func (p *proc) log() string {
 	return p.logs.String()
 }
 
+// stopProcess sends sig to cmd, whose waiter closes done when it exits,
+// and kills it if it has not exited within grace; it reports whether it
+// had to kill. A process that has already exited is left alone.
+func stopProcess(cmd *exec.Cmd, done <-chan struct{}, sig os.Signal, grace time.Duration) (killed bool) {
+	select {
+	case <-done:
+		return false
+	default:
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+		return false
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
+		return true
+	}
+}
+
 // stop ends the process with SIGTERM (SIGKILL after 10 s) and checks it
 // exited cleanly.
 func (p *proc) stop(t *testing.T) {

@@ -247,18 +247,7 @@ func (c *devChain) stop() {
 	if c.client != nil {
 		c.client.Close()
 	}
-	select {
-	case <-c.done:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-c.done:
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
+	stopProcess(c.cmd, c.done, syscall.SIGINT, 10*time.Second)
 }
 
 func (c *devChain) logTail(n int) string {

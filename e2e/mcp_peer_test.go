@@ -141,17 +141,7 @@ func startEverything(t *testing.T, dir string) (*peerProc, string) {
 }
 
 func (p *peerProc) stop(t *testing.T) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	if stopProcess(p.cmd, p.done, syscall.SIGINT, 5*time.Second) {
 		t.Logf("server-everything ignored SIGINT for 5 s and was killed")
 	}
 }

@@ -116,18 +116,7 @@ func startOfficialFacilitator(t *testing.T, dir string, env *payEnv, v1Name stri
 }
 
 func (f *officialFacilitator) stop() {
-	select {
-	case <-f.done:
-		return
-	default:
-	}
-	_ = f.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-f.done:
-	case <-time.After(5 * time.Second):
-		_ = f.cmd.Process.Kill()
-		<-f.done
-	}
+	stopProcess(f.cmd, f.done, syscall.SIGTERM, 5*time.Second)
 }
 
 // signJob is one payment for sign-official.mjs to sign with the official

@@ -114,6 +114,27 @@ func BenchmarkPut(b *testing.B) {
 // queries (answered from the result cache after their first time);
 // queries=unique appends a word no doc has to each, so every search is
 // scored afresh.
+// benchIndex indexes docs on disk, as ingestion does, in chunks of 1,000,
+// and waits for the segment merges the load leaves behind, so searches are
+// measured in the steady state.
+func benchIndex(b *testing.B, docs []index.Doc) *index.Index {
+	b.Helper()
+	ix, _, err := index.OpenWith(filepath.Join(b.TempDir(), "index"), index.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ix.Close() })
+	for start := 0; start < len(docs); start += 1000 {
+		if err := ix.Put(docs[start:min(start+1000, len(docs))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := ix.Settle(b.Context(), time.Second); err != nil {
+		b.Fatal(err)
+	}
+	return ix
+}
+
 func BenchmarkSearch(b *testing.B) {
 	for _, n := range []int{10000, 100000} {
 		for _, unique := range []bool{false, true} {
@@ -125,16 +146,7 @@ func BenchmarkSearch(b *testing.B) {
 
 func benchSearch(b *testing.B, n int, unique bool) {
 	docs := corpus(b, n)
-	ix, _, err := index.OpenWith(filepath.Join(b.TempDir(), "index"), index.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ix.Close()
-	for start := 0; start < len(docs); start += 1000 {
-		if err := ix.Put(docs[start:min(start+1000, len(docs))]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ix := benchIndex(b, docs)
 	qs := benchQueries(docs, 1000)
 	ctx := b.Context()
 	for _, q := range qs[:100] { // warm up, and calibrate once
@@ -168,17 +180,7 @@ func benchSearch(b *testing.B, n int, unique bool) {
 // type, at the size the latency targets speak of.
 func BenchmarkMetaToolAtScale(b *testing.B) {
 	tools, labelled := loadMetaTool(b)
-	docs := append(corpus(b, 100_000), tools...)
-	ix, _, err := index.OpenWith(filepath.Join(b.TempDir(), "index"), index.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ix.Close()
-	for start := 0; start < len(docs); start += 1000 {
-		if err := ix.Put(docs[start:min(start+1000, len(docs))]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ix := benchIndex(b, append(corpus(b, 100_000), tools...))
 	// Every 10th labelled query: all tools, a tenth of the time.
 	var qs []labelledQuery
 	for i := 0; i < len(labelled); i += 10 {
