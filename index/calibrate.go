@@ -99,14 +99,14 @@ func (ix *Index) calibrate(ctx context.Context, gen uint64) *calibration {
 	tops := make([]float64, 0, len(texts))
 	if r, rgen, err := ix.snapshot(); err == nil {
 		for _, t := range texts {
-			tm, err := ix.textQuery(ctx, r, rgen, t)
+			p, err := ix.textQuery(ctx, r, rgen, t)
 			if err != nil {
 				break
 			}
-			if len(tm.plan.terms) == 0 {
+			if len(p.terms) == 0 {
 				continue
 			}
-			hits, _, err := ix.rankText(ctx, r, matched{text: &tm.plan}, 1, false)
+			hits, _, err := ix.rankText(ctx, r, matched{text: &p}, 1, false)
 			if err != nil {
 				break
 			}

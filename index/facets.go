@@ -43,7 +43,7 @@ func (ix *Index) Facets(ctx context.Context, text string, filter Filter, viewer 
 		if err != nil {
 			return nil, err
 		}
-		sr := bleve.NewSearchRequestOptions(m.q, 0, 0, false)
+		sr := bleve.NewSearchRequestOptions(m.query(), 0, 0, false)
 		sr.Score = bleve.ScoreNone // counts only: skip scoring
 		for _, r := range reqs {
 			limit := r.Limit

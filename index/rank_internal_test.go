@@ -95,7 +95,7 @@ func bleveRanking(t testing.TB, ix *Index, req SearchRequest) ([]Hit, uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := ix.bleve.Search(bleve.NewSearchRequestOptions(m.q, req.Size, req.From, false))
+	res, err := ix.bleve.Search(bleve.NewSearchRequestOptions(m.query(), req.Size, req.From, false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 	if m.unranked {
 		// Without text every match scores the same; order by identifier
 		// so pages are stable.
-		sr := bleve.NewSearchRequestOptions(m.q, size, min(from, maxSearchWindow), false)
+		sr := bleve.NewSearchRequestOptions(m.query(), size, min(from, maxSearchWindow), false)
 		sr.SortByCustom(search.SortOrder{&search.SortDocID{}})
 		sr.Score = bleve.ScoreNone
 		res, err := ix.bleve.SearchInContext(ctx, sr)
@@ -165,10 +165,9 @@ func scoreOf(raw, k float64) int {
 	return int(math.Round(100 * raw / (raw + k)))
 }
 
-// matched is a built query: the scored match plus its filters, as one
-// Bleve query (q) and in parts for rankText.
+// matched is a built query: the scored match plus its filters, in the
+// parts rankText runs; query puts them together for Bleve.
 type matched struct {
-	q        query.Query
 	unranked bool      // no text: every visible doc passing the filters, unscored
 	text     *textPlan // the scored match; nil when no term is in the index
 	filter   query.Query
@@ -176,6 +175,20 @@ type matched struct {
 	// public is set when the query omits the private docs' exclusion
 	// because the index held none when it was built.
 	public bool
+}
+
+// query is m as one Bleve query, for facets and browsing: what rankText
+// ranks, Bleve's searchers match.
+func (m matched) query() query.Query {
+	switch {
+	case m.unranked:
+		return withFilters(query.NewMatchAllQuery(), m.hidden, m.filter)
+	case m.text == nil:
+		// Not wrapped: bleve treats a match-none Must as absent and would
+		// fall back to matching everything the must-not leaves.
+		return query.NewMatchNoneQuery()
+	}
+	return withFilters(m.text.query(), m.hidden, m.filter)
 }
 
 // privateRace reports whether a search run with m must be run again: m
@@ -209,19 +222,16 @@ func (ix *Index) matchQuery(ctx context.Context, r bleveindex.IndexReader, gen u
 		m.hidden = hiddenQuery(viewer)
 	}
 	if strings.TrimSpace(text) == "" {
-		m.q, m.unranked = withFilters(query.NewMatchAllQuery(), m.hidden, m.filter), true
+		m.unranked = true
 		return m, nil
 	}
-	tq, err := ix.textQuery(ctx, r, gen, text)
+	p, err := ix.textQuery(ctx, r, gen, text)
 	if err != nil {
 		return matched{}, err
 	}
-	if _, none := tq.match.(*query.MatchNoneQuery); none {
-		// Not wrapped: bleve treats a match-none Must as absent and would
-		// fall back to matching everything the must-not leaves.
-		return matched{q: tq.match}, nil
+	if len(p.terms) > 0 {
+		m.text = &p
 	}
-	m.q, m.text = withFilters(tq.match, m.hidden, m.filter), &tq.plan
 	return m, nil
 }
 
@@ -240,13 +250,6 @@ func withFilters(q, hidden, filter query.Query) query.Query {
 		bq.AddFilter(filter)
 	}
 	return bq
-}
-
-// textMatch is the scored part of a text search, relevance cutoff included:
-// as a Bleve query (for facets) and as the plan rankText runs.
-type textMatch struct {
-	match query.Query
-	plan  textPlan
 }
 
 // queryTerm is one analysed query term with the text fields that hold it.
@@ -272,26 +275,27 @@ type textPlan struct {
 	gen   uint64
 }
 
-// textQuery analyses text and builds, per distinct term, a disjunction over
-// the text fields that contain it (boosted per field), and over the terms a
-// disjunction whose coordination factor rewards docs matching more of the
-// query. Terms found nowhere are dropped, so a typo or an unknown word
-// neither matches nor dilutes the coordination factor. r must have been
+// textQuery analyses text into a plan: per distinct term, the text fields
+// that contain it; over the terms, a disjunction whose coordination factor
+// rewards docs matching more of the query. Terms found nowhere are
+// dropped, so a typo or an unknown word neither matches nor dilutes the
+// coordination factor; a plan without terms matches nothing. The
+// relevance cutoff: when the query has rare terms, a match must hit one
+// of them, and the common ones only add to its score. r must have been
 // opened after gen was read.
-func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen uint64, text string) (textMatch, error) {
+func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen uint64, text string) (textPlan, error) {
 	terms := ix.analyseQuery(text)
 	if len(terms) == 0 {
-		return textMatch{match: query.NewMatchNoneQuery()}, nil
+		return textPlan{}, nil
 	}
 	docs, err := r.DocCount()
 	if err != nil {
-		return textMatch{}, fmt.Errorf("index: search: %w", err)
+		return textPlan{}, fmt.Errorf("index: search: %w", err)
 	}
 	// The cache holds statistics of generation gen; they fit r only if no
 	// write began or ended since gen was read, before r was opened.
 	p := textPlan{docs: docs, gen: gen, cache: ix.writing.Load() == 0 && ix.gen.Load() == gen}
-	var rare, common []query.Query
-	var rareIdx, commonIdx []int
+	var rare, common []int
 	for _, t := range terms {
 		qt, ok := queryTerm{}, false
 		if p.cache {
@@ -302,7 +306,7 @@ func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen ui
 			for fi, f := range textFields {
 				tfr, err := r.TermFieldReader(ctx, []byte(t), f.name, false, false, false)
 				if err != nil {
-					return textMatch{}, fmt.Errorf("index: search: %w", err)
+					return textPlan{}, fmt.Errorf("index: search: %w", err)
 				}
 				n := tfr.Count()
 				_ = tfr.Close()
@@ -319,40 +323,49 @@ func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen ui
 		if len(qt.fields) == 0 {
 			continue
 		}
-		leaves := make([]query.Query, 0, len(qt.fields))
-		for _, fi := range qt.fields {
-			tq := query.NewTermQuery(qt.term)
-			tq.SetField(textFields[fi].name)
-			tq.SetBoost(textFields[fi].boost)
-			leaves = append(leaves, tq)
-		}
 		p.terms = append(p.terms, qt)
 		if docs >= cutoffMinDocs && float64(qt.maxDF) <= commonTermShare*float64(docs) {
-			rare = append(rare, disjunction(leaves))
-			rareIdx = append(rareIdx, len(p.terms)-1)
+			rare = append(rare, len(p.terms)-1)
 		} else {
-			common = append(common, disjunction(leaves))
-			commonIdx = append(commonIdx, len(p.terms)-1)
+			common = append(common, len(p.terms)-1)
 		}
 	}
-	switch {
-	case len(rare) == 0 && len(common) == 0:
-		return textMatch{match: query.NewMatchNoneQuery()}, nil
-	case len(rare) == 0:
-		p.must = commonIdx
-		return textMatch{match: disjunction(common), plan: p}, nil
-	case len(common) == 0:
-		p.must = rareIdx
-		return textMatch{match: disjunction(rare), plan: p}, nil
+	if len(rare) == 0 {
+		p.must = common
+	} else {
+		p.must, p.should = rare, common
 	}
-	// The cutoff: the rare terms must match, the common ones only add to
-	// the score. A doc that shares only a common word with the query is
-	// never a match.
-	p.must, p.should = rareIdx, commonIdx
+	return p, nil
+}
+
+// query is the plan as a Bleve query: per term a disjunction over its
+// fields (boosted per field), a disjunction over the must terms and, when
+// there are common terms besides, a boolean whose should clause adds
+// them. rankText scores exactly what Bleve's searchers would score for it.
+func (p *textPlan) query() query.Query {
+	group := func(idx []int) []query.Query {
+		qs := make([]query.Query, 0, len(idx))
+		for _, ti := range idx {
+			qt := &p.terms[ti]
+			leaves := make([]query.Query, 0, len(qt.fields))
+			for _, fi := range qt.fields {
+				tq := query.NewTermQuery(qt.term)
+				tq.SetField(textFields[fi].name)
+				tq.SetBoost(textFields[fi].boost)
+				leaves = append(leaves, tq)
+			}
+			qs = append(qs, disjunction(leaves))
+		}
+		return qs
+	}
+	must := disjunction(group(p.must))
+	if len(p.should) == 0 {
+		return must
+	}
 	bq := query.NewBooleanQuery(nil, nil, nil)
-	bq.Must = disjunction(rare) // not AddMust: that wraps it in a conjunction
-	bq.Should = query.NewDisjunctionQuery(common)
-	return textMatch{match: bq, plan: p}, nil
+	bq.Must = must // not AddMust: that wraps it in a conjunction
+	bq.Should = query.NewDisjunctionQuery(group(p.should))
+	return bq
 }
 
 func disjunction(qs []query.Query) query.Query {
