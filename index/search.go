@@ -51,26 +51,22 @@ func (ix *Index) Search(ctx context.Context, req SearchRequest) (SearchResult, e
 		size = min(size, maxSearchWindow-from)
 	}
 
-	// A result is cached only when no write overlapped the search, under
-	// the generation it was computed for.
+	// A result is cached only when the index stayed in one quiet
+	// generation (no write, calibration settled) throughout the search,
+	// under that generation.
 	key := resultKey(req, from, size)
-	gen, quiet := ix.gen.Load(), ix.writing.Load() == 0
+	gen, quiet := ix.Generation()
 	if quiet {
 		if r, ok := ix.results.Get(gen, key); ok {
 			r.Hits = slices.Clone(r.Hits)
-			// Scores follow the calibration now in force, as a fresh
-			// search's would.
-			if k := ix.scale(ctx); k > 0 {
-				for i := range r.Hits {
-					r.Hits[i].Score = scoreOf(r.Hits[i].Raw, k)
-				}
-			}
 			return r, nil
 		}
 	}
 	out, err := ix.search(ctx, req, from, size)
-	if err == nil && quiet && cacheable(key, out) && ix.writing.Load() == 0 && ix.gen.Load() == gen {
-		ix.results.Put(gen, key, SearchResult{Total: out.Total, More: out.More, Hits: slices.Clone(out.Hits)})
+	if err == nil && quiet && cacheable(key, out) {
+		if g, q := ix.Generation(); q && g == gen {
+			ix.results.Put(gen, key, SearchResult{Total: out.Total, More: out.More, Hits: slices.Clone(out.Hits)})
+		}
 	}
 	return out, err
 }
