@@ -116,19 +116,19 @@ type EntryBody struct {
 func (db *DB) GetEntryBodies(ids []string) (map[string]EntryBody, error) {
 	out := make(map[string]EntryBody, len(ids))
 	err := db.eachRecord(ids, func(id string, raw []byte) error {
-		i := bytes.IndexByte(raw, '\n')
-		if i < 0 {
-			return fmt.Errorf("decode entry %q: corrupt entry record", id)
+		head, body, err := splitRecord(raw)
+		if err != nil {
+			return fmt.Errorf("decode entry %q: %w", id, err)
 		}
 		var h struct {
 			Owner string `json:"owner"`
 		}
-		if bytes.Contains(raw[:i], []byte(`"owner"`)) {
-			if err := json.Unmarshal(raw[:i], &h); err != nil {
+		if bytes.Contains(head, []byte(`"owner"`)) {
+			if err := json.Unmarshal(head, &h); err != nil {
 				return fmt.Errorf("decode entry %q: %w", id, err)
 			}
 		}
-		out[id] = EntryBody{Body: bytes.Clone(raw[i+1:]), Owner: h.Owner}
+		out[id] = EntryBody{Body: bytes.Clone(body), Owner: h.Owner}
 		return nil
 	})
 	if err != nil {
@@ -395,19 +395,29 @@ func encodeEntry(e Entry) ([]byte, error) {
 // decodeEntry copies what it returns: bbolt's bytes are valid only inside
 // the transaction.
 func decodeEntry(raw []byte) (Entry, error) {
-	i := bytes.IndexByte(raw, '\n')
-	if i < 0 {
-		return Entry{}, fmt.Errorf("corrupt entry record")
+	head, body, err := splitRecord(raw)
+	if err != nil {
+		return Entry{}, err
 	}
 	var h entryHeader
-	if err := json.Unmarshal(raw[:i], &h); err != nil {
+	if err := json.Unmarshal(head, &h); err != nil {
 		return Entry{}, err
 	}
 	return Entry{
 		ID: h.ID, Source: h.Source, Owner: h.Owner, Provenance: h.Provenance,
 		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt,
-		Body: bytes.Clone(raw[i+1:]),
+		Body: bytes.Clone(body),
 	}, nil
+}
+
+// splitRecord splits an entry record (see encodeEntry) into its JSON
+// header line and the body.
+func splitRecord(raw []byte) (head, body []byte, err error) {
+	i := bytes.IndexByte(raw, '\n')
+	if i < 0 {
+		return nil, nil, fmt.Errorf("corrupt entry record")
+	}
+	return raw[:i], raw[i+1:], nil
 }
 
 func compactBody(body json.RawMessage) (json.RawMessage, error) {

@@ -14,9 +14,8 @@ import (
 // record; one goroutine commits whatever has queued up in a single fsynced
 // bbolt transaction. Under a burst, records group naturally: while one
 // commit runs the next group fills.
-
 //
-// It also keeps the log bounded: search records older than the retention
+// The writer also keeps the log bounded: search records older than the retention
 // (90 days unless configured, the longest window /stats shows) are deleted
 // at start and every hour, in bounded transactions, with the searches
 // queued meanwhile committed between them. The daily aggregates stay.
