@@ -82,6 +82,15 @@ func rankCorpus(t testing.TB, ix *Index, rng *rand.Rand) []string {
 	return vocab
 }
 
+// scoreTolerance is how far rankText's scores may be from Bleve's,
+// relatively: not at all where Go does not fuse multiply-adds (amd64).
+func scoreTolerance() float64 {
+	if runtime.GOARCH != "amd64" {
+		return 1e-12
+	}
+	return 0
+}
+
 // bleveRanking is what Bleve's own searchers answer for req: the oracle
 // rankText must match.
 func bleveRanking(t testing.TB, ix *Index, req SearchRequest) ([]Hit, uint64) {
@@ -126,11 +135,7 @@ func TestRankTextMatchesBleve(t *testing.T) {
 	vocab := rankCorpus(t, ix, rng)
 	zipf := rand.NewZipf(rng, 1.05, 1, uint64(len(vocab)-1))
 	ctx := context.Background()
-	// Bit for bit where Go does not fuse multiply-adds (amd64).
-	tolerance := 0.0
-	if runtime.GOARCH != "amd64" {
-		tolerance = 1e-12
-	}
+	tolerance := scoreTolerance()
 	compared, pruned := 0, 0
 	for q := 0; q < 400; q++ {
 		var words []string
@@ -223,8 +228,9 @@ func scoredMatches(t testing.TB, ix *Index, req SearchRequest) uint64 {
 }
 
 // TestRankTextUnderWrites searches while docs are put, replaced and
-// deleted, and merges renumber them: every search must succeed, and
-// every hit must be a doc the index held at some point.
+// deleted, and merges renumber them: every search must succeed with
+// distinct hits in score order, and once the writes stop the rankings
+// must agree with Bleve's again.
 func TestRankTextUnderWrites(t *testing.T) {
 	ix, err := OpenMemory()
 	if err != nil {
@@ -273,10 +279,12 @@ func TestRankTextUnderWrites(t *testing.T) {
 		if err != nil {
 			t.Fatalf("search %q: %v", q, err)
 		}
-		for _, h := range res.Hits {
-			if !strings.HasPrefix(h.ID, "urn:air:p") {
-				t.Fatalf("search %q returned %q", q, h.ID)
+		seen := map[string]bool{}
+		for i, h := range res.Hits {
+			if !strings.HasPrefix(h.ID, "urn:air:p") || seen[h.ID] || (i > 0 && h.Raw > res.Hits[i-1].Raw) {
+				t.Fatalf("search %q: hit %d %q (%v) is foreign, repeated or out of order: %+v", q, i, h.ID, h.Raw, res.Hits)
 			}
+			seen[h.ID] = true
 		}
 		searches++
 	}
@@ -286,4 +294,23 @@ func TestRankTextUnderWrites(t *testing.T) {
 		t.Fatal(writeErr)
 	}
 	t.Logf("%d searches during writes", searches)
+
+	// Once the writes stop, nothing decoded or cached during them may
+	// linger: rankings agree with Bleve's again.
+	for q := range 50 {
+		req := SearchRequest{Text: vocab[q] + " " + vocab[rng.IntN(len(vocab))], Size: 10}
+		want, _ := bleveRanking(t, ix, req)
+		got, err := ix.Search(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Hits) != len(want) {
+			t.Fatalf("%q after the writes: %d hits, Bleve %d", req.Text, len(got.Hits), len(want))
+		}
+		for i := range want {
+			if got.Hits[i].ID != want[i].ID || math.Abs(got.Hits[i].Raw-want[i].Raw) > scoreTolerance()*want[i].Raw {
+				t.Fatalf("%q after the writes: hit %d is %s %v, Bleve %s %v", req.Text, i, got.Hits[i].ID, got.Hits[i].Raw, want[i].ID, want[i].Raw)
+			}
+		}
+	}
 }
