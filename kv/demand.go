@@ -205,6 +205,16 @@ func (db *DB) PruneSearches(cutoff time.Time, limit int) (int, error) {
 	if ns := cutoff.UnixNano(); ns > 0 {
 		binary.BigEndian.PutUint64(end, uint64(ns))
 	}
+	// Usually nothing is due: look before taking the write lock and an
+	// fsync.
+	due := false
+	if err := db.bolt.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketDemand).Cursor().First()
+		due = k != nil && bytes.Compare(k[:8], end) < 0
+		return nil
+	}); err != nil || !due {
+		return 0, err
+	}
 	n := 0
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDemand).Cursor()
