@@ -41,9 +41,40 @@ type decoded struct {
 	docs []uint32
 	s    []float64 // Bleve's docScore of each posting
 	max  float64   // the largest s
+	// top holds the positions of the champions, the postings with the
+	// largest s (at most champions of them), best first; tail is the
+	// largest s of the others (0 when there are none).
+	top  []uint32
+	tail float64
 }
 
-func (d *decoded) bytes() int { return len(d.docs)*4 + len(d.s)*8 + 64 }
+// champions is how many of its best postings a leaf keeps at hand.
+const champions = 16
+
+func (d *decoded) bytes() int { return len(d.docs)*4 + len(d.s)*8 + len(d.top)*4 + 64 }
+
+// rank finds the champions and the tail: every posting that is not a
+// champion was turned away or pushed out by better ones.
+func (d *decoded) rank() {
+	for i, s := range d.s {
+		if len(d.top) == champions && s <= d.s[d.top[champions-1]] {
+			d.tail = max(d.tail, s)
+			continue
+		}
+		// Insert, keeping the best first and, among equals, the earliest.
+		at := len(d.top)
+		for at > 0 && d.s[d.top[at-1]] < s {
+			at--
+		}
+		if len(d.top) < champions {
+			d.top = append(d.top, 0)
+		} else {
+			d.tail = max(d.tail, d.s[d.top[champions-1]])
+		}
+		copy(d.top[at+1:], d.top[at:])
+		d.top[at] = uint32(i)
+	}
+}
 
 // leafKey names a leaf: a term in a text field (an index into textFields).
 type leafKey struct {
@@ -132,6 +163,7 @@ func decode(ctx context.Context, r bleveindex.IndexReader, term string, field st
 		d.s = append(d.s, s)
 		d.max = max(d.max, s)
 	}
+	d.rank()
 	return d, nil
 }
 

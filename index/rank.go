@@ -23,14 +23,15 @@ import (
 // but skips the docs that cannot reach the page, by MaxScore (Turtle and
 // Flood, 1995) over leaves, a leaf being one term in one field: every leaf
 // has an upper bound on what it can add to a doc's score; once the page is
-// full, the leaves with the smallest bounds, as many as cannot together
-// lift a doc to the page's lowest score, are "non-essential": a doc that
-// matches only them cannot get in, so their postings are no longer walked,
-// only probed at the docs the other leaves propose, and a proposed doc is
-// dropped as soon as what it has plus what it could still get falls short.
-// Leaves rather than terms: a term's name-field postings are short and can
-// score high, its text-field postings long and low, so the long ones are
-// what pruning skips.
+// full, a set of leaves that cannot together lift a doc to the page's
+// lowest score is "non-essential": a doc that matches only them cannot get
+// in, so their postings are no longer walked, only probed at the docs the
+// other leaves propose, and a proposed doc is dropped as soon as what it
+// has plus what it could still get falls short. Leaves rather than terms:
+// a term's name-field postings are short and can score high, its
+// text-field postings long and low, so the long ones are what pruning
+// skips. Before the walk, seed scores the docs most likely to make the
+// page, so that pruning bites from the start (see there).
 //
 // The score it computes is Bleve's (v2.6.1), term for term:
 //
@@ -49,10 +50,9 @@ import (
 // queries. A bound is the same sums with every leaf not yet looked at
 // counted as matching at its bound, coordination factors included.
 //
-// A leaf's bound is idf · boost · idf · qnorm times the largest frequency
-// part over the term's postings in that field, found by one walk of them
-// the first time a term is ranked in an index generation, and cached with
-// its document frequencies.
+// A leaf's bound is its query weight (boost · idf · qnorm) times the
+// largest doc score in its decoded postings (postings.go), or, once its
+// champions are seeded, the largest of the others.
 
 // pruneSlack keeps the bounds, summed in another order than the scores,
 // safely above them.
@@ -65,18 +65,17 @@ func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m match
 	p := m.text
 	rk := ranker{}
 	defer rk.close()
-	if err := rk.open(ctx, ix, r, p, count, m.filter != nil || m.hidden != nil); err != nil {
+	var err error
+	if err = rk.open(ctx, ix, r, p, count, m.filter != nil || m.hidden != nil); err != nil {
 		return nil, 0, err
 	}
-	sctx := &search.SearchContext{DocumentMatchPool: search.NewDocumentMatchPool(16, 0), IndexReader: r}
-	var err error
-	if m.filter != nil {
-		if rk.filter, err = newGate(ctx, sctx, r, ix.bleve.Mapping(), m.filter); err != nil {
-			return nil, 0, err
-		}
+	// The walk and the seeding before it each check docs in ascending
+	// order, so each has its own gates.
+	if rk.gates, err = openGates(ctx, r, ix.bleve.Mapping(), m); err != nil {
+		return nil, 0, err
 	}
-	if m.hidden != nil {
-		if rk.hidden, err = newGate(ctx, sctx, r, ix.bleve.Mapping(), m.hidden); err != nil {
+	if !count && n > 0 {
+		if rk.seedGates, err = openGates(ctx, r, ix.bleve.Mapping(), m); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -111,6 +110,7 @@ type leaf struct {
 	// there: at the doc being scored, a leaf matches if seen is that doc.
 	seen uint64
 	s    float64
+	gone bool // every doc of it was seeded: the walk skips them all
 }
 
 // look scores the leaf at d, its postings being at or after d, and
@@ -138,14 +138,19 @@ func (l *leaf) next() {
 	l.at()
 }
 
-// advance moves to the first doc at or after d: a galloping search, since
-// the target is usually near.
+// advance moves to the first doc at or after d.
 func (l *leaf) advance(d uint64) {
 	if l.cur >= d {
 		return
 	}
-	docs := l.list.docs
-	lo, step := l.pos+1, 1
+	l.pos = gallop(l.list.docs, l.pos+1, d)
+	l.at()
+}
+
+// gallop is the position of the first doc at or after d in docs[from:]:
+// a galloping search, since the target is usually near.
+func gallop(docs []uint32, from int, d uint64) int {
+	lo, step := from, 1
 	hi := lo
 	for hi < len(docs) && uint64(docs[hi]) < d {
 		lo = hi + 1
@@ -161,8 +166,7 @@ func (l *leaf) advance(d uint64) {
 			hi = mid
 		}
 	}
-	l.pos = lo
-	l.at()
+	return lo
 }
 
 // score is the current posting's score, as Bleve's TermQueryScorer.Score
@@ -195,10 +199,10 @@ func (t *term) score(d uint64) (sum float64, ok bool) {
 type ranker struct {
 	terms        []term
 	must, should []int     // indexes into terms, in the order Bleve sums them
-	order        []leafRef // every leaf, by bound ascending
+	order        []leafRef // every leaf, longest postings first
 	opt          optimist
-	filter       *gate
-	hidden       *gate
+	gates        gates // for the walk
+	seedGates    gates // for the seeding
 	count        bool
 }
 
@@ -208,8 +212,8 @@ type leafRef struct{ t, l int }
 func (rk *ranker) leaf(r leafRef) *leaf { return &rk.terms[r.t].leaves[r.l] }
 
 func (rk *ranker) close() {
-	rk.filter.close()
-	rk.hidden.close()
+	rk.gates.close()
+	rk.seedGates.close()
 }
 
 // open sets up the leaves, their weights and bounds.
@@ -290,7 +294,12 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 			rk.order = append(rk.order, leafRef{ti, li})
 		}
 	}
-	slices.SortStableFunc(rk.order, func(a, b leafRef) int { return cmpFloat(rk.leaf(a).ub, rk.leaf(b).ub) })
+	slices.SortStableFunc(rk.order, func(a, b leafRef) int {
+		if c := len(rk.leaf(b).list.docs) - len(rk.leaf(a).list.docs); c != 0 {
+			return c
+		}
+		return cmpFloat(rk.leaf(a).ub, rk.leaf(b).ub)
+	})
 	rk.opt.init(rk)
 	return nil
 }
@@ -387,11 +396,40 @@ func (rk *ranker) run(ctx context.Context, n int) ([]hit, uint64, error) {
 	}
 	best := make(page, 0, min(n, 1024))
 	theta := math.Inf(-1) // lowest score on a full page
-	ne := 0               // rk.order[:ne] are non-essential
-	ess := essentials{rk: rk}
-	ess.reset(slices.Clone(rk.order))
-	matched := make([]leafRef, 0, len(rk.order))
+	pickedAt := theta     // theta when the essential leaves were last chosen
+	var probe []leafRef   // the non-essential leaves, largest bound first
+	var seeds []uint32
 	var total uint64
+	if !rk.count {
+		var err error
+		if seeds, total, err = rk.seed(&best, n); err != nil {
+			return nil, 0, err
+		}
+	}
+	ess := essentials{rk: rk}
+	ess.reset(slices.DeleteFunc(slices.Clone(rk.order), func(r leafRef) bool { return rk.leaf(r).gone }))
+	var from uint64 // the walk's next doc is at or after from
+	raise := func() {
+		if len(best) < n || rk.count || best[0].score <= theta {
+			return
+		}
+		theta = best[0].score
+		// Choosing again costs a pass over the leaves; a choice made at a
+		// lower theta is still safe, only less selective.
+		if theta <= pickedAt*(1+repickStep) {
+			return
+		}
+		pickedAt = theta
+		ess.refs, probe = rk.pick(theta, ess.refs[:0], probe[:0])
+		rk.opt.base(rk, probe)
+		// A leaf that turns essential again may lag behind.
+		for _, r := range ess.refs {
+			rk.leaf(r).advance(from)
+		}
+		ess.reset(ess.refs)
+	}
+	raise()
+	matched := make([]leafRef, 0, len(rk.order))
 	for iter := 0; ; iter++ {
 		if iter%1024 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -403,18 +441,24 @@ func (rk *ranker) run(ctx context.Context, n int) ([]hit, uint64, error) {
 		if d == exhausted {
 			break
 		}
+		from = d + 1
 		matched = ess.take(d, matched[:0])
+		for len(seeds) > 0 && uint64(seeds[0]) < d {
+			seeds = seeds[1:]
+		}
+		if len(seeds) > 0 && uint64(seeds[0]) == d {
+			continue // scored already
+		}
 		// Non-essential leaves, largest bound first, while d can still
 		// make the page.
-		if ne > 0 {
+		if len(probe) > 0 {
 			rk.opt.start(rk, matched)
 			pruned := false
-			for i := ne - 1; i >= 0; i-- {
-				if b, ok := rk.opt.bound(); !ok || b*(1+pruneSlack) <= theta {
+			for _, r := range probe {
+				if b, ok := rk.opt.bound(); !ok || b*(1+pruneSlack) < theta {
 					pruned = true
 					break
 				}
-				r := rk.order[i]
 				l := rk.leaf(r)
 				l.advance(d)
 				rk.opt.looked(rk, r, l.look(d))
@@ -427,33 +471,14 @@ func (rk *ranker) run(ctx context.Context, n int) ([]hit, uint64, error) {
 		if !ok {
 			continue
 		}
-		if admitted, err := rk.admit(ctx, d); err != nil {
+		if admitted, err := rk.gates.admit(d); err != nil {
 			return nil, 0, err
 		} else if !admitted {
 			continue
 		}
 		total++
-		h := hit{doc: d, score: score}
-		switch {
-		case len(best) < n:
-			heap.Push(&best, h)
-		case n > 0 && worse(best[0], h):
-			best[0] = h
-			heap.Fix(&best, 0)
-		default:
-			continue
-		}
-		if len(best) == n && !rk.count && best[0].score > theta {
-			theta = best[0].score
-			grew := false
-			for ne < len(rk.order) && rk.opt.prefixBound(rk, ne+1)*(1+pruneSlack) <= theta {
-				ne++
-				grew = true
-			}
-			if grew {
-				rk.opt.base(rk, ne)
-				ess.reset(append(ess.refs[:0], rk.order[ne:]...))
-			}
+		if best.offer(hit{doc: d, score: score}, n) {
+			raise()
 		}
 	}
 	out := make([]hit, len(best))
@@ -461,6 +486,128 @@ func (rk *ranker) run(ctx context.Context, n int) ([]hit, uint64, error) {
 		out[i] = heap.Pop(&best).(hit)
 	}
 	return out, total, nil
+}
+
+// offer keeps h if it is among the n best so far.
+func (h *page) offer(x hit, n int) bool {
+	switch {
+	case len(*h) < n:
+		heap.Push(h, x)
+	case n > 0 && worse((*h)[0], x):
+		(*h)[0] = x
+		heap.Fix(h, 0)
+	default:
+		return false
+	}
+	return true
+}
+
+// seedWork bounds the seeding: seeds times leaves, each a galloping step.
+const seedWork = 2048
+
+// seed scores some docs before the walk and offers them to the page: all
+// the docs of the leaves with the largest bounds where they are few (a
+// rare word in names), the champions (decoded.top) of others, as much as
+// seedWork allows. It returns the docs it scored, ascending, for the walk
+// to skip, and how many matches it scored.
+//
+// That does two things. The walk visits docs in index order, so unseeded
+// its first page holds whatever comes first and prunes little until better
+// docs turn up; seeded, the page starts with docs likely among the best.
+// And the walk meets no seeded doc: a leaf whose docs were all seeded
+// drops out of it (gone), and one whose champions were is bounded there by
+// its tail, the best score of its other docs. A query whose page the seeds
+// fill beyond what is left ends with the seeding.
+//
+// The page then holds docs that come later than candidates of the walk,
+// and a candidate whose bound equals the page's lowest score could still
+// beat it on index order, so bounds are compared strictly.
+func (rk *ranker) seed(best *page, n int) ([]uint32, uint64, error) {
+	byBound := slices.Clone(rk.order)
+	slices.SortStableFunc(byBound, func(a, b leafRef) int { return cmpFloat(rk.leaf(b).ub, rk.leaf(a).ub) })
+	var seeds []uint32
+	budget := seedWork / len(rk.order)
+	var all, tops []leafRef
+	for _, r := range byBound {
+		l := rk.leaf(r)
+		switch {
+		case len(l.list.docs) <= budget:
+			seeds = append(seeds, l.list.docs...)
+			budget -= len(l.list.docs)
+			all = append(all, r)
+		case len(l.list.top) <= budget:
+			for _, p := range l.list.top {
+				seeds = append(seeds, l.list.docs[p])
+			}
+			budget -= len(l.list.top)
+			tops = append(tops, r)
+		}
+	}
+	slices.Sort(seeds)
+	seeds = slices.Compact(seeds)
+	at := make([]int, len(rk.order)) // per leaf (as rk.order), where the last seed was
+	var scored uint64
+	for _, d32 := range seeds {
+		d := uint64(d32)
+		for i, r := range rk.order {
+			l := rk.leaf(r)
+			if at[i] = gallop(l.list.docs, at[i], d); at[i] < len(l.list.docs) && l.list.docs[at[i]] == d32 {
+				l.seen, l.s = d, l.list.s[at[i]]*l.qw
+			}
+		}
+		score, ok := rk.score(d)
+		if !ok {
+			continue
+		}
+		if admitted, err := rk.seedGates.admit(d); err != nil {
+			return nil, 0, err
+		} else if admitted {
+			scored++
+			best.offer(hit{doc: d, score: score}, n)
+		}
+	}
+	for _, r := range all {
+		l := rk.leaf(r)
+		l.gone, l.ub = true, 0
+		l.cur = exhausted
+	}
+	for _, r := range tops {
+		l := rk.leaf(r)
+		l.ub = l.list.tail * l.qw
+	}
+	return seeds, scored, nil
+}
+
+// repickStep is how much theta must grow before the essential leaves are
+// chosen again.
+const repickStep = 0.01
+
+// pick splits the leaves for a page whose lowest score is theta: the
+// non-essential ones are a set that cannot together lift a doc above
+// theta, so a doc that matches none of the others cannot make the page
+// and only the essential leaves' docs are candidates. Classic MaxScore
+// takes the leaves with the smallest bounds; with coordination factors a
+// long posting list can have a large bound and still be unable to lift a
+// doc on its own ("open" in a name, next to two rare words), so pick
+// takes the longest lists first, each one that keeps the set's bound at
+// or below theta. It appends the essential leaves to ess and returns the
+// non-essential ones, largest bound first, the order to probe them in.
+func (rk *ranker) pick(theta float64, ess, probe []leafRef) ([]leafRef, []leafRef) {
+	var set boundSet
+	set.reset(rk)
+	for _, r := range rk.order {
+		if rk.leaf(r).gone {
+			continue // no candidate matches it
+		}
+		if set.with(rk, r)*(1+pruneSlack) < theta {
+			set.add(rk, r)
+			probe = append(probe, r)
+		} else {
+			ess = append(ess, r)
+		}
+	}
+	slices.SortStableFunc(probe, func(a, b leafRef) int { return cmpFloat(rk.leaf(b).ub, rk.leaf(a).ub) })
+	return ess, probe
 }
 
 // essentials yields the candidates: the docs of the essential leaves, in
@@ -556,11 +703,11 @@ func (o *optimist) init(rk *ranker) {
 	o.size = [2]int{len(rk.must), len(rk.should)}
 }
 
-// base records the non-essential leaves, rk.order[:ne].
-func (o *optimist) base(rk *ranker, ne int) {
+// base records the non-essential leaves.
+func (o *optimist) base(rk *ranker, probe []leafRef) {
 	clear(o.ub0)
 	clear(o.u0)
-	for _, r := range rk.order[:ne] {
+	for _, r := range probe {
 		o.ub0[r.t] += rk.leaf(r).ub
 		o.u0[r.t]++
 	}
@@ -627,38 +774,75 @@ func (o *optimist) looked(rk *ranker, r leafRef, match bool) {
 
 // bound is the bound on the doc's score; ok is false when no must term can
 // match.
-func (o *optimist) bound() (float64, bool) {
-	if o.gn[0] == 0 {
+func (o *optimist) bound() (float64, bool) { return combine(o.gsum, o.gn, o.size) }
+
+// combine adds up the groups' term sums as Bleve's boolean searcher does,
+// each scaled by its coordination factor: gn[g] of the size[g] terms of
+// group g match. ok is false when no must term matches.
+func combine(gsum [2]float64, gn, size [2]int) (float64, bool) {
+	if gn[0] == 0 {
 		return 0, false
 	}
-	b := o.gsum[0]
-	if o.size[0] > 1 {
-		b *= float64(o.gn[0]) / float64(o.size[0])
+	b := gsum[0]
+	if size[0] > 1 {
+		b *= float64(gn[0]) / float64(size[0])
 	}
-	if o.gn[1] > 0 {
-		s := o.gsum[1]
-		if o.size[1] > 1 {
-			s *= float64(o.gn[1]) / float64(o.size[1])
+	if gn[1] > 0 {
+		s := gsum[1]
+		if size[1] > 1 {
+			s *= float64(gn[1]) / float64(size[1])
 		}
 		b += s
 	}
 	return b, true
 }
 
-// prefixBound is the most a doc can score that matches none of the leaves
-// but rk.order[:i].
-func (o *optimist) prefixBound(rk *ranker, i int) float64 {
-	clear(o.sum)
-	clear(o.n)
-	clear(o.ub)
-	clear(o.u)
-	for _, r := range rk.order[:i] {
-		o.ub[r.t] += rk.leaf(r).ub
-		o.u[r.t]++
+// boundSet is the bound on the score of a doc that matches a set of
+// leaves, each at its bound, and no other leaf, as leaves join the set.
+type boundSet struct {
+	ub   []float64 // per term: the bounds of its leaves in the set
+	k    []int     // and how many there are
+	gsum [2]float64
+	gn   [2]int
+}
+
+func (s *boundSet) reset(rk *ranker) {
+	s.ub, s.k = make([]float64, len(rk.terms)), make([]int, len(rk.terms))
+}
+
+// termBound is term t's bound with ub summed over k of its leaves.
+func termBound(rk *ranker, t int, ub float64, k int) float64 {
+	if f := len(rk.terms[t].leaves); f > 1 {
+		return ub * (float64(k) / float64(f))
 	}
-	o.total(rk)
-	b, _ := o.bound()
+	return ub
+}
+
+// with is the set's bound were r added to it.
+func (s *boundSet) with(rk *ranker, r leafRef) float64 {
+	gsum, gn := s.gsum, s.gn
+	g := rk.opt.group[r.t]
+	if s.k[r.t] > 0 {
+		gsum[g] -= termBound(rk, r.t, s.ub[r.t], s.k[r.t])
+	} else {
+		gn[g]++
+	}
+	gsum[g] += termBound(rk, r.t, s.ub[r.t]+rk.leaf(r).ub, s.k[r.t]+1)
+	b, _ := combine(gsum, gn, rk.opt.size)
 	return b
+}
+
+// add adds r to the set.
+func (s *boundSet) add(rk *ranker, r leafRef) {
+	g := rk.opt.group[r.t]
+	if s.k[r.t] > 0 {
+		s.gsum[g] -= termBound(rk, r.t, s.ub[r.t], s.k[r.t])
+	} else {
+		s.gn[g]++
+	}
+	s.ub[r.t] += rk.leaf(r).ub
+	s.k[r.t]++
+	s.gsum[g] += termBound(rk, r.t, s.ub[r.t], s.k[r.t])
 }
 
 // score adds up the leaves' scores at d, where they were looked at, as
@@ -689,21 +873,53 @@ func (rk *ranker) groupScore(idx []int, d uint64) (float64, bool) {
 	return sum, n > 0
 }
 
-// admit applies the filters and the hidden docs' exclusion to d.
-func (rk *ranker) admit(ctx context.Context, d uint64) (bool, error) {
-	if rk.filter != nil {
-		in, err := rk.filter.holds(d)
+// gates apply a search's filters and its exclusion of hidden docs.
+type gates struct {
+	filter, hidden *gate
+}
+
+func openGates(ctx context.Context, r bleveindex.IndexReader, im mapping.IndexMapping, m matched) (gates, error) {
+	var g gates
+	if m.filter == nil && m.hidden == nil {
+		return g, nil
+	}
+	sctx := &search.SearchContext{DocumentMatchPool: search.NewDocumentMatchPool(16, 0), IndexReader: r}
+	var err error
+	if m.filter != nil {
+		if g.filter, err = newGate(ctx, sctx, r, im, m.filter); err != nil {
+			return g, err
+		}
+	}
+	if m.hidden != nil {
+		if g.hidden, err = newGate(ctx, sctx, r, im, m.hidden); err != nil {
+			g.close()
+			return gates{}, err
+		}
+	}
+	return g, nil
+}
+
+// admit reports whether d passes the filters and is not hidden; docs must
+// come in ascending order.
+func (g *gates) admit(d uint64) (bool, error) {
+	if g.filter != nil {
+		in, err := g.filter.holds(d)
 		if err != nil || !in {
 			return false, err
 		}
 	}
-	if rk.hidden != nil {
-		in, err := rk.hidden.holds(d)
+	if g.hidden != nil {
+		in, err := g.hidden.holds(d)
 		if err != nil || in {
 			return false, err
 		}
 	}
 	return true, nil
+}
+
+func (g *gates) close() {
+	g.filter.close()
+	g.hidden.close()
 }
 
 // gate answers "does doc d match q?" for ascending d, by advancing one

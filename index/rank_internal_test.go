@@ -314,3 +314,48 @@ func TestRankTextUnderWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestRankTextTies compares rankText with Bleve on an index of exact
+// duplicates, where every score is tied many times over: seeding puts docs
+// from late in the index on the page before the walk reaches earlier ones,
+// and a tie must still go to the earlier doc, as in Bleve.
+func TestRankTextTies(t *testing.T) {
+	ix, err := OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
+	var docs []Doc
+	for i := 0; i < 600; i++ {
+		g := i % 40 // 40 distinct texts, 15 copies each, spread over the index
+		docs = append(docs, Doc{
+			ID:          fmt.Sprintf("urn:air:p.test:ns:doc-%d", i),
+			Name:        fmt.Sprintf("doc-%d", i),
+			DisplayName: words[g%8] + " " + words[(g/8)%8],
+			Description: strings.Repeat(words[(g+3)%8]+" ", 1+g%3) + words[(g*5)%8] + " tool",
+		})
+	}
+	if err := ix.Put(docs); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, text := range []string{"alpha", "alpha bravo", "delta echo golf", "hotel tool", "charlie foxtrot tool alpha", "echo"} {
+		for _, size := range []int{1, 3, 10, 20} {
+			req := SearchRequest{Text: text, Size: size}
+			want, _ := bleveRanking(t, ix, req)
+			got, err := ix.search(ctx, req, 0, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Hits) != len(want) {
+				t.Fatalf("%q size %d: %d hits, bleve %d", text, size, len(got.Hits), len(want))
+			}
+			for i := range want {
+				if got.Hits[i].ID != want[i].ID || got.Hits[i].Raw != want[i].Raw {
+					t.Fatalf("%q size %d: hit %d is %s %v, bleve %s %v", text, size, i, got.Hits[i].ID, got.Hits[i].Raw, want[i].ID, want[i].Raw)
+				}
+			}
+		}
+	}
+}
