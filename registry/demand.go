@@ -21,8 +21,9 @@ import (
 // queued meanwhile committed between them. The daily aggregates stay.
 
 const (
-	demandQueueLen = 8192
-	maxDemandGroup = 512
+	demandQueueLen  = 8192
+	maxDemandGroup  = 512
+	demandCommitGap = 5 * time.Millisecond
 
 	defaultDemandRetention = 90 * 24 * time.Hour
 	demandPruneEvery       = time.Hour
@@ -83,14 +84,19 @@ func (d *demandWriter) run() {
 	d.prune(group)
 	tick := time.NewTicker(demandPruneEvery)
 	defer tick.Stop()
+	var last time.Time // of the last commit
 	for {
 		select {
 		case <-tick.C:
 			d.prune(group)
 		case rec := <-d.queue:
+			if wait := time.Until(last.Add(demandCommitGap)); wait > 0 {
+				time.Sleep(wait)
+			}
 			group = append(group[:0], rec)
 			group = d.drain(group, maxDemandGroup)
 			d.commit(group)
+			last = time.Now()
 		case ack := <-d.flushes:
 			d.commitAll(group)
 			close(ack)
