@@ -11,6 +11,7 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search"
 	bleveindex "github.com/blevesearch/bleve_index_api"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
 // Decoded postings.
@@ -83,7 +84,8 @@ type leafKey struct {
 }
 
 // postingCache holds the decoded leaves of one snapshot, starting afresh
-// when the snapshot changes or the budget is spent.
+// when the snapshot changes or the budget is spent, and the snapshot's term
+// dictionaries.
 type postingCache struct {
 	limit int
 
@@ -91,6 +93,69 @@ type postingCache struct {
 	snap  string
 	lists map[leafKey]*decoded
 	bytes int
+	// dicts holds, per text field, the term dictionary of each of segs.
+	// They read the segments' files, so a search uses them only while it
+	// holds a reader on those very segments, which keeps them open.
+	segs  []segment.Segment
+	dicts [][]segment.TermDictionary
+}
+
+// absent reports whether term is in no text field of the snapshot r, whose
+// key is snap; false means it may be. Looking a term up in the
+// dictionaries costs a walk of their automata, where Bleve's term reader,
+// which the statistics need, sets up postings iterators in every segment:
+// for a word no doc has, a typo, most of a query's cost.
+func (c *postingCache) absent(snap string, r bleveindex.IndexReader, term string) bool {
+	is, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return false
+	}
+	dicts, err := c.dictionaries(snap, is)
+	if err != nil {
+		return false
+	}
+	key := []byte(term)
+	for _, field := range dicts {
+		for _, d := range field {
+			if in, err := d.Contains(key); err != nil || in {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// dictionaries returns the text fields' term dictionaries of is's segments.
+func (c *postingCache) dictionaries(snap string, is *scorch.IndexSnapshot) ([][]segment.TermDictionary, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap != snap {
+		c.snap, c.lists, c.bytes, c.segs, c.dicts = snap, make(map[leafKey]*decoded, 256), 0, nil, nil
+	}
+	// A segment keeps its ID when Bleve persists it, so the key alone does
+	// not tell which object is open: compare them.
+	segs := is.Segments()
+	same := len(segs) == len(c.segs)
+	for i := 0; same && i < len(segs); i++ {
+		same = segs[i].Segment() == c.segs[i]
+	}
+	if !same {
+		c.segs, c.dicts = make([]segment.Segment, 0, len(segs)), make([][]segment.TermDictionary, len(textFields))
+		for _, ss := range segs {
+			c.segs = append(c.segs, ss.Segment())
+		}
+		for fi, f := range textFields {
+			for _, sg := range c.segs {
+				d, err := sg.Dictionary(f.name)
+				if err != nil {
+					c.segs, c.dicts = nil, nil
+					return nil, err
+				}
+				c.dicts[fi] = append(c.dicts[fi], d)
+			}
+		}
+	}
+	return c.dicts, nil
 }
 
 func (c *postingCache) get(snap string, k leafKey) *decoded {
@@ -105,8 +170,10 @@ func (c *postingCache) get(snap string, k leafKey) *decoded {
 func (c *postingCache) put(snap string, k leafKey, d *decoded) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.snap != snap || c.lists == nil || c.bytes+d.bytes() > c.limit {
-		c.snap, c.lists, c.bytes = snap, make(map[leafKey]*decoded, 256), 0
+	if c.snap != snap || c.lists == nil {
+		c.snap, c.lists, c.bytes, c.segs, c.dicts = snap, make(map[leafKey]*decoded, 256), 0, nil, nil
+	} else if c.bytes+d.bytes() > c.limit {
+		c.lists, c.bytes = make(map[leafKey]*decoded, 256), 0
 	}
 	if d.bytes() > c.limit {
 		return

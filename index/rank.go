@@ -234,10 +234,7 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		}
 	}
 	N := float64(p.docs)
-	snap := ""
-	if p.cache {
-		snap = snapshotKey(r, p.gen)
-	}
+	snap := p.snap
 	rk.terms = make([]term, len(p.terms))
 	for ti := range p.terms {
 		qt := &p.terms[ti]

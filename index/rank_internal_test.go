@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -358,4 +359,62 @@ func TestRankTextTies(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAbsentTerms checks the dictionary look-up that lets a search skip
+// the statistics of words no doc has: never absent for a word some doc
+// has in a text field, across segments, deletions and merges, and absent
+// for words none has.
+func TestAbsentTerms(t *testing.T) {
+	ix, _, err := OpenWith(filepath.Join(t.TempDir(), "index"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	rng := rand.New(rand.NewPCG(3, 5))
+	vocab := rankCorpus(t, ix, rng)
+	check := func(when string) {
+		t.Helper()
+		r, gen, err := ix.snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		snap := snapshotKey(r, gen)
+		for _, w := range append(vocab, "doc", "test") {
+			present := false
+			for _, f := range textFields {
+				tfr, err := r.TermFieldReader(context.Background(), []byte(w), f.name, false, false, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				present = present || tfr.Count() > 0
+				_ = tfr.Close()
+			}
+			if present && ix.postings.absent(snap, r, w) {
+				t.Fatalf("%s: %q is indexed but reported absent", when, w)
+			}
+		}
+		for _, w := range []string{"nosuchword", "zq1x", "w4000x"} {
+			if !ix.postings.absent(snap, r, w) {
+				t.Fatalf("%s: %q is in no doc but not reported absent", when, w)
+			}
+		}
+	}
+	check("after load")
+	// New words in a new segment, then merges.
+	if err := ix.Put([]Doc{{ID: "urn:air:p.test:ns:late", Name: "late", DisplayName: "Latecomer", Description: "zebra quagga"}}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a write")
+	if r, gen, err := ix.snapshot(); err == nil {
+		if ix.postings.absent(snapshotKey(r, gen), r, "zebra") || ix.postings.absent(snapshotKey(r, gen), r, "quagga") {
+			t.Fatal("a word of the newest segment is reported absent")
+		}
+		r.Close()
+	}
+	if err := ix.Settle(context.Background(), 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	check("after merges")
 }

@@ -266,9 +266,11 @@ type textPlan struct {
 	should []int // the common terms when there are rare ones, else empty
 	docs   uint64
 	// cache says the statistics may be read from and stored in ix.dfs:
-	// the reader is exactly the index generation gen.
+	// the reader is exactly the index generation gen, snapshot snap (see
+	// snapshotKey), whose decoded postings ix.postings may hold.
 	cache bool
 	gen   uint64
+	snap  string
 }
 
 // textQuery analyses text into a plan: per distinct term, the text fields
@@ -291,6 +293,9 @@ func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen ui
 	// The cache holds statistics of generation gen; they fit r only if no
 	// write began or ended since gen was read, before r was opened.
 	p := textPlan{docs: docs, gen: gen, cache: ix.writing.Load() == 0 && ix.gen.Load() == gen}
+	if p.cache {
+		p.snap = snapshotKey(r, gen)
+	}
 	var rare, common []int
 	for _, t := range terms {
 		qt, ok := queryTerm{}, false
@@ -299,6 +304,9 @@ func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen ui
 		}
 		if !ok {
 			qt = queryTerm{term: t}
+			if p.snap != "" && ix.postings.absent(p.snap, r, t) {
+				continue // in no dictionary: a typo, a word never indexed
+			}
 			for fi, f := range textFields {
 				tfr, err := r.TermFieldReader(ctx, []byte(t), f.name, false, false, false)
 				if err != nil {
