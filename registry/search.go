@@ -118,6 +118,10 @@ const (
 	maxResponseKeyBytes    = 1024
 )
 
+// entryCacheSize bounds the entries kept for search results (kv reads
+// cost a B+tree descent each): about 6 MB of 1.5 KB entries.
+const entryCacheSize = 4096
+
 // cachedResponse is a rendered local search response and the results it
 // holds, which each search that it answers records in the demand log.
 type cachedResponse struct {
@@ -315,13 +319,31 @@ func (s *Service) localItems(hits []index.Hit) ([]resultItem, error) {
 	if len(hits) == 0 {
 		return nil, nil
 	}
-	ids := make([]string, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
+	// Entries read while the index is quiet are kept for its generation:
+	// ingestion writes kv before the index, so a changed entry always
+	// moves the generation on.
+	gen, quiet := s.ix.Generation()
+	entries := make(map[string]kv.EntryBody, len(hits))
+	var missing []string
+	for _, h := range hits {
+		if e, ok := s.bodies.Get(gen, h.ID); ok && quiet {
+			entries[h.ID] = e
+		} else {
+			missing = append(missing, h.ID)
+		}
 	}
-	entries, err := s.db.GetEntryBodies(ids)
-	if err != nil {
-		return nil, err
+	if len(missing) > 0 {
+		read, err := s.db.GetEntryBodies(missing)
+		if err != nil {
+			return nil, err
+		}
+		now, still := s.ix.Generation()
+		for id, e := range read {
+			entries[id] = e
+			if quiet && still && now == gen {
+				s.bodies.Put(gen, id, e)
+			}
+		}
 	}
 	items := make([]resultItem, 0, len(hits))
 	for _, h := range hits {

@@ -373,7 +373,8 @@ func TestDemandLogRetention(t *testing.T) {
 
 // TestRepeatedSearchFollowsWrites: a repeated local search is answered
 // from the response cache (same bytes, still recorded in the demand log),
-// and a write to the index makes it compute afresh.
+// and a write to the index makes it compute afresh; so does the cache of
+// the entries results show.
 func TestRepeatedSearchFollowsWrites(t *testing.T) {
 	f := newTestServer(t, registry.Config{}, nil)
 	body := `{"query":{"text":"rain radar"},"federation":"none","pageSize":1}`
@@ -393,6 +394,9 @@ func TestRepeatedSearchFollowsWrites(t *testing.T) {
 		t.Fatalf("no page token in %s", second)
 	}
 	f.search(t, `{"query":{"text":"rain radar"},"federation":"none","pageSize":1,"pageToken":"`+page.PageToken+`"}`)
+	if _, other := f.do(t, http.MethodPost, "/search", `{"query":{"text":"radar images"},"federation":"none","pageSize":1}`); !bytes.Contains(other, []byte("Rain radar images")) {
+		t.Fatalf("another search does not show the radar: %s", other)
+	}
 
 	// Rewrite the radar's description: the next search shows it.
 	loadEntries(t, f.db, f.ix, "fixtures", []string{
@@ -402,5 +406,9 @@ func TestRepeatedSearchFollowsWrites(t *testing.T) {
 		if _, after := f.do(t, http.MethodPost, "/search", body); !bytes.Contains(after, []byte("hail alerts")) {
 			t.Fatalf("search after the write still answers the old entry: %s", after)
 		}
+	}
+	// A search never made before, whose entries were read before the write.
+	if _, other := f.do(t, http.MethodPost, "/search", `{"query":{"text":"images of radar"},"federation":"none","pageSize":1}`); !bytes.Contains(other, []byte("hail alerts")) {
+		t.Fatalf("a new search after the write answers the old entry: %s", other)
 	}
 }

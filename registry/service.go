@@ -76,6 +76,7 @@ type Service struct {
 	tokens    tokenSealer
 	demand    *demandWriter
 	responses *gencache.Cache[cachedResponse] // rendered local search responses
+	bodies    *gencache.Cache[kv.EntryBody]   // entries of recent results
 	openapi   []byte
 	// sourceJSON is PublicURL as a JSON string, the source of local results.
 	sourceJSON []byte
@@ -169,6 +170,7 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 		}
 	}
 	s.responses = gencache.New[cachedResponse](responseCacheSize)
+	s.bodies = gencache.New[kv.EntryBody](entryCacheSize)
 	s.demand = newDemandWriter(db, s.log, s.cfg.Now, cfg.DemandRetention)
 	s.handler = s.routes()
 	return s, nil
