@@ -500,7 +500,7 @@ func (h *page) offer(x hit, n int) bool {
 }
 
 // seedWork bounds the seeding: seeds times leaves, each a galloping step.
-const seedWork = 2048
+const seedWork = 1024
 
 // seed scores some docs before the walk and offers them to the page: all
 // the docs of the leaves with the largest bounds where they are few (a
