@@ -523,7 +523,7 @@ func (rk *ranker) seed(best *page, n int) ([]uint32, uint64, error) {
 	byBound := slices.Clone(rk.order)
 	slices.SortStableFunc(byBound, func(a, b leafRef) int { return cmpFloat(rk.leaf(b).ub, rk.leaf(a).ub) })
 	var seeds []uint32
-	budget := seedWork / len(rk.order)
+	budget := seedWork / max(1, len(rk.order))
 	var all, tops []leafRef
 	for _, r := range byBound {
 		l := rk.leaf(r)
