@@ -6,9 +6,10 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ardx-dev/ardx/internal/procstat"
 )
 
 // BenchmarkVerifyHTTP measures POST /verify over loopback HTTP with 8
@@ -39,7 +40,7 @@ func BenchmarkVerifyHTTP(b *testing.B) {
 	lat := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := procstat.CPUTime()
 	start := time.Now()
 	for c := range clients {
 		n := b.N / clients
@@ -61,7 +62,7 @@ func BenchmarkVerifyHTTP(b *testing.B) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := cpuTime() - cpu0
+	cpu := procstat.CPUTime() - cpu0
 	b.StopTimer()
 	all := slices.Concat(lat...)
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "verify/s")
@@ -104,15 +105,6 @@ func BenchmarkSettleReplayHTTP(b *testing.B) {
 	}
 	b.StopTimer()
 	reportPercentiles(b, lat)
-}
-
-// cpuTime returns the user plus system CPU time this process used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func reportPercentiles(b *testing.B, lat []time.Duration) {

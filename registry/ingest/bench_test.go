@@ -10,11 +10,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/internal/procstat"
 	"github.com/ardx-dev/ardx/internal/shareddata"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry/ingest"
@@ -100,7 +99,7 @@ func benchIngest(b *testing.B, body []byte, want int, check func(rep *ingest.Rep
 	}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
-	cpu0 := cpuTime()
+	cpu0 := procstat.CPUTime()
 	for b.Loop() {
 		b.StopTimer()
 		dir := b.TempDir()
@@ -130,16 +129,7 @@ func benchIngest(b *testing.B, body []byte, want int, check func(rep *ingest.Rep
 	// On a shared machine wall time mostly measures the neighbours; CPU
 	// seconds of this process (setup included, so this is a lower bound)
 	// show what the ingest itself costs.
-	b.ReportMetric(float64(want)*float64(b.N)/(cpuTime()-cpu0).Seconds(), "entries/cpu-s")
-}
-
-// cpuTime is the user+system CPU time of this process so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(want)*float64(b.N)/(procstat.CPUTime()-cpu0).Seconds(), "entries/cpu-s")
 }
 
 func BenchmarkIngestGenerated(b *testing.B) {
