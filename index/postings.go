@@ -41,12 +41,19 @@ const postingCacheBytes = 48 << 20
 type decoded struct {
 	docs []uint32
 	s    []float64 // Bleve's docScore of each posting
-	max  float64   // the largest s
 	// top holds the positions of the champions, the postings with the
 	// largest s (at most champions of them), best first; tail is the
 	// largest s of the others (0 when there are none).
 	top  []uint32
 	tail float64
+}
+
+// best is the largest s.
+func (d *decoded) best() float64 {
+	if len(d.top) == 0 {
+		return 0
+	}
+	return d.s[d.top[0]]
 }
 
 // champions is how many of its best postings a leaf keeps at hand.
@@ -130,7 +137,7 @@ func (c *postingCache) dictionaries(snap string, is *scorch.IndexSnapshot) ([][]
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap != snap {
-		c.snap, c.lists, c.bytes, c.segs, c.dicts = snap, make(map[leafKey]*decoded, 256), 0, nil, nil
+		c.reset(snap)
 	}
 	// A segment keeps its ID when Bleve persists it, so the key alone does
 	// not tell which object is open: compare them.
@@ -158,6 +165,11 @@ func (c *postingCache) dictionaries(snap string, is *scorch.IndexSnapshot) ([][]
 	return c.dicts, nil
 }
 
+// reset starts the cache afresh for snapshot snap; c.mu is held.
+func (c *postingCache) reset(snap string) {
+	c.snap, c.lists, c.bytes, c.segs, c.dicts = snap, make(map[leafKey]*decoded, 256), 0, nil, nil
+}
+
 func (c *postingCache) get(snap string, k leafKey) *decoded {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -171,7 +183,7 @@ func (c *postingCache) put(snap string, k leafKey, d *decoded) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap != snap || c.lists == nil {
-		c.snap, c.lists, c.bytes, c.segs, c.dicts = snap, make(map[leafKey]*decoded, 256), 0, nil, nil
+		c.reset(snap)
 	} else if c.bytes+d.bytes() > c.limit {
 		c.lists, c.bytes = make(map[leafKey]*decoded, 256), 0
 	}
@@ -228,7 +240,6 @@ func decode(ctx context.Context, r bleveindex.IndexReader, term string, field st
 		s := docScore(idf, next.Freq, next.Norm, avg)
 		d.docs = append(d.docs, uint32(num))
 		d.s = append(d.s, s)
-		d.max = max(d.max, s)
 	}
 	d.rank()
 	return d, nil

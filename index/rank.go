@@ -171,7 +171,10 @@ func gallop(docs []uint32, from int, d uint64) int {
 
 // score is the current posting's score, as Bleve's TermQueryScorer.Score
 // computes it: the doc score times the query weight.
-func (l *leaf) score() float64 { return l.list.s[l.pos] * l.qw }
+func (l *leaf) score() float64 { return l.scoreAt(l.pos) }
+
+// scoreAt is the score of the posting at position p.
+func (l *leaf) scoreAt(p int) float64 { return l.list.s[p] * l.qw }
 
 // term is one query term: its leaves, in the order Bleve sums them.
 type term struct {
@@ -287,7 +290,7 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 			if qnorm == 0 {
 				l.qw = 1
 			}
-			l.ub = l.list.max * l.qw
+			l.ub = l.list.best() * l.qw
 			rk.order = append(rk.order, leafRef{ti, li})
 		}
 	}
@@ -549,7 +552,7 @@ func (rk *ranker) seed(best *page, n int) ([]uint32, uint64, error) {
 		for i, r := range rk.order {
 			l := rk.leaf(r)
 			if at[i] = gallop(l.list.docs, at[i], d); at[i] < len(l.list.docs) && l.list.docs[at[i]] == d32 {
-				l.seen, l.s = d, l.list.s[at[i]]*l.qw
+				l.seen, l.s = d, l.scoreAt(at[i])
 			}
 		}
 		score, ok := rk.score(d)
@@ -586,18 +589,21 @@ const repickStep = 0.01
 // takes the leaves with the smallest bounds; with coordination factors a
 // long posting list can have a large bound and still be unable to lift a
 // doc on its own ("open" in a name, next to two rare words), so pick
-// takes the longest lists first, each one that keeps the set's bound at
-// or below theta. It appends the essential leaves to ess and returns the
+// takes the longest lists first, each one that keeps the set's bound
+// below theta. It appends the essential leaves to ess and returns the
 // non-essential ones, largest bound first, the order to probe them in.
 func (rk *ranker) pick(theta float64, ess, probe []leafRef) ([]leafRef, []leafRef) {
-	var set boundSet
-	set.reset(rk)
+	// The optimist as at a doc that matches nothing, each leaf taken
+	// counted as unknown at its bound; the caller's base resets it.
+	o := &rk.opt
+	o.base(rk, nil)
 	for _, r := range rk.order {
-		if rk.leaf(r).gone {
+		l := rk.leaf(r)
+		if l.gone {
 			continue // no candidate matches it
 		}
-		if set.with(rk, r)*(1+pruneSlack) < theta {
-			set.add(rk, r)
+		if o.with(rk, r)*(1+pruneSlack) < theta {
+			o.update(rk, r.t, 0, 0, l.ub, 1)
 			probe = append(probe, r)
 		} else {
 			ess = append(ess, r)
@@ -791,11 +797,21 @@ func (o *optimist) term(rk *ranker, ti int) (float64, bool) {
 	if k == 0 {
 		return 0, false
 	}
-	b := o.sum[ti] + o.ub[ti]
-	if f := len(rk.terms[ti].leaves); f > 1 {
-		b *= float64(k) / float64(f)
+	return termBound(rk, ti, o.sum[ti]+o.ub[ti], k), true
+}
+
+// with is the bound were leaf r, not yet counted, added as unknown at its
+// bound; the state is left as it is.
+func (o *optimist) with(rk *ranker, r leafRef) float64 {
+	t, g := r.t, o.group[r.t]
+	gsum, gn := o.gsum, o.gn
+	k := o.n[t] + o.u[t]
+	if k == 0 {
+		gn[g]++
 	}
-	return b, true
+	gsum[g] += termBound(rk, t, o.sum[t]+o.ub[t]+rk.leaf(r).ub, k+1) - o.termBounds[t]
+	b, _ := combine(gsum, gn, o.size)
+	return b
 }
 
 // bound is the bound on the doc's score; ok is false when no must term can
@@ -823,52 +839,13 @@ func combine(gsum [2]float64, gn, size [2]int) (float64, bool) {
 	return b, true
 }
 
-// boundSet is the bound on the score of a doc that matches a set of
-// leaves, each at its bound, and no other leaf, as leaves join the set.
-type boundSet struct {
-	ub   []float64 // per term: the bounds of its leaves in the set
-	k    []int     // and how many there are
-	gsum [2]float64
-	gn   [2]int
-}
-
-func (s *boundSet) reset(rk *ranker) {
-	s.ub, s.k = make([]float64, len(rk.terms)), make([]int, len(rk.terms))
-}
-
-// termBound is term t's bound with ub summed over k of its leaves.
+// termBound is term t's bound with ub summed over k of its leaves, scaled
+// by its coordination factor.
 func termBound(rk *ranker, t int, ub float64, k int) float64 {
 	if f := len(rk.terms[t].leaves); f > 1 {
 		return ub * (float64(k) / float64(f))
 	}
 	return ub
-}
-
-// with is the set's bound were r added to it.
-func (s *boundSet) with(rk *ranker, r leafRef) float64 {
-	gsum, gn := s.gsum, s.gn
-	g := rk.opt.group[r.t]
-	if s.k[r.t] > 0 {
-		gsum[g] -= termBound(rk, r.t, s.ub[r.t], s.k[r.t])
-	} else {
-		gn[g]++
-	}
-	gsum[g] += termBound(rk, r.t, s.ub[r.t]+rk.leaf(r).ub, s.k[r.t]+1)
-	b, _ := combine(gsum, gn, rk.opt.size)
-	return b
-}
-
-// add adds r to the set.
-func (s *boundSet) add(rk *ranker, r leafRef) {
-	g := rk.opt.group[r.t]
-	if s.k[r.t] > 0 {
-		s.gsum[g] -= termBound(rk, r.t, s.ub[r.t], s.k[r.t])
-	} else {
-		s.gn[g]++
-	}
-	s.ub[r.t] += rk.leaf(r).ub
-	s.k[r.t]++
-	s.gsum[g] += termBound(rk, r.t, s.ub[r.t], s.k[r.t])
 }
 
 // score adds up the leaves' scores at d, where they were looked at, as
