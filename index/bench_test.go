@@ -110,10 +110,6 @@ func BenchmarkPut(b *testing.B) {
 	b.ReportMetric(float64(b.N*perOp)/b.Elapsed().Seconds(), "docs/s")
 }
 
-// BenchmarkSearch measures Search in process. queries=repeated cycles 1000
-// queries (answered from the result cache after their first time);
-// queries=unique appends a word no doc has to each, so every search is
-// scored afresh.
 // benchIndex indexes docs on disk, as ingestion does, in chunks of 1,000,
 // and waits for the segment merges the load leaves behind, so searches are
 // measured in the steady state.
@@ -135,6 +131,10 @@ func benchIndex(b *testing.B, docs []index.Doc) *index.Index {
 	return ix
 }
 
+// BenchmarkSearch measures Search in process. queries=repeated cycles 1000
+// queries (answered from the result cache after their first time);
+// queries=unique appends a word no doc has to each, so every search is
+// scored afresh.
 func BenchmarkSearch(b *testing.B) {
 	for _, n := range []int{10000, 100000} {
 		for _, unique := range []bool{false, true} {

@@ -12,8 +12,11 @@ import (
 
 // The demand log must not slow a search down, so a search only enqueues its
 // record; one goroutine commits whatever has queued up in a single fsynced
-// bbolt transaction. Under a burst, records group naturally: while one
-// commit runs the next group fills.
+// bbolt transaction. A commit costs two fsyncs whatever its size, so
+// commits are at least demandCommitGap apart and the next group fills
+// meanwhile: committing each few records as they came cost the searches
+// themselves. The writer sleeps out the gap; a flush or a stop waits at
+// most that long.
 //
 // The writer also keeps the log bounded: search records older than the retention
 // (90 days unless configured, the longest window /stats shows) are deleted

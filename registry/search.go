@@ -326,11 +326,13 @@ func (s *Service) localItems(hits []index.Hit) ([]resultItem, error) {
 	entries := make(map[string]kv.EntryBody, len(hits))
 	var missing []string
 	for _, h := range hits {
-		if e, ok := s.bodies.Get(gen, h.ID); ok && quiet {
-			entries[h.ID] = e
-		} else {
-			missing = append(missing, h.ID)
+		if quiet {
+			if e, ok := s.bodies.Get(gen, h.ID); ok {
+				entries[h.ID] = e
+				continue
+			}
 		}
+		missing = append(missing, h.ID)
 	}
 	if len(missing) > 0 {
 		read, err := s.db.GetEntryBodies(missing)
