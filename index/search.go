@@ -63,7 +63,8 @@ func (ix *Index) Search(ctx context.Context, req SearchRequest) (SearchResult, e
 		}
 	}
 	out, err := ix.search(ctx, req, from, size)
-	if err == nil && quiet && cacheable(key, out) {
+	// Kept from its second sighting on (see gencache.Admit).
+	if err == nil && cacheable(key, out) && ix.results.Admit(key) && quiet {
 		if g, q := ix.Generation(); q && g == gen {
 			ix.results.Put(gen, key, SearchResult{Total: out.Total, More: out.More, Hits: slices.Clone(out.Hits)})
 		}

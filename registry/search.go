@@ -200,16 +200,17 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 	var (
 		cacheKey string
 		gen      uint64
+		quiet    bool
 	)
 	if mode == fedNone {
-		if g, quiet := s.ix.Generation(); quiet {
-			if key := responseKey(req); len(key) <= maxResponseKeyBytes {
-				if c, ok := s.responses.Get(g, key); ok {
+		if key := responseKey(req); len(key) <= maxResponseKeyBytes {
+			cacheKey = key
+			if gen, quiet = s.ix.Generation(); quiet {
+				if c, ok := s.responses.Get(gen, key); ok {
 					s.recordSearch(req, c.results, nil)
 					writeResponse(w, c.body)
 					return
 				}
-				cacheKey, gen = key, g
 			}
 		}
 	}
@@ -279,9 +280,10 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 		}
 	}
 	s.recordSearch(req, results, outcomes)
-	if cacheKey != "" && len(buf) <= maxCachedResponseBytes {
-		// Kept only if the index did not change while it was computed.
-		if g, quiet := s.ix.Generation(); quiet && g == gen {
+	if cacheKey != "" && len(buf) <= maxCachedResponseBytes && s.responses.Admit(cacheKey) && quiet {
+		// Kept from the request's second sighting on, and only if the
+		// index did not change while it was computed.
+		if g, still := s.ix.Generation(); still && g == gen {
 			s.responses.Put(gen, cacheKey, cachedResponse{body: bytes.Clone(buf), results: results})
 		}
 	}

@@ -372,19 +372,22 @@ func TestDemandLogRetention(t *testing.T) {
 }
 
 // TestRepeatedSearchFollowsWrites: a repeated local search is answered
-// from the response cache (same bytes, still recorded in the demand log),
-// and a write to the index makes it compute afresh; so does the cache of
-// the entries results show.
+// from the response cache from its third time on (the cache keeps a
+// response on its second sighting): same bytes, still recorded in the
+// demand log; and a write to the index makes it compute afresh; so does
+// the cache of the entries results show.
 func TestRepeatedSearchFollowsWrites(t *testing.T) {
 	f := newTestServer(t, registry.Config{}, nil)
 	body := `{"query":{"text":"rain radar"},"federation":"none","pageSize":1}`
 	_, first := f.do(t, http.MethodPost, "/search", body)
-	_, second := f.do(t, http.MethodPost, "/search", body)
-	if !bytes.Equal(first, second) {
-		t.Fatalf("repeated search differs:\n%s\n%s", first, second)
+	var second []byte
+	for range 2 {
+		if _, second = f.do(t, http.MethodPost, "/search", body); !bytes.Equal(first, second) {
+			t.Fatalf("repeated search differs:\n%s\n%s", first, second)
+		}
 	}
-	if recs := f.records(t); len(recs) != 2 || len(recs[1].Results) != 1 || recs[1].Results[0].ID != "urn:air:rain.test:radar" {
-		t.Fatalf("demand records %+v, want two, the second with the radar", recs)
+	if recs := f.records(t); len(recs) != 3 || len(recs[2].Results) != 1 || recs[2].Results[0].ID != "urn:air:rain.test:radar" {
+		t.Fatalf("demand records %+v, want three, the last with the radar", recs)
 	}
 	// Its page token works like a fresh one.
 	var page struct {
@@ -402,7 +405,7 @@ func TestRepeatedSearchFollowsWrites(t *testing.T) {
 	loadEntries(t, f.db, f.ix, "fixtures", []string{
 		`{"identifier":"urn:air:rain.test:radar","displayName":"Rain Radar","type":"application/mcp-server-card+json","url":"https://rain.test/card.json","description":"Rain radar, now with hail alerts.","tags":["weather","radar"],"representativeQueries":["rain radar","precipitation forecast"]}`,
 	})
-	for range 3 { // fresh, then as the cache may answer again
+	for range 4 { // fresh, kept, then from the cache
 		if _, after := f.do(t, http.MethodPost, "/search", body); !bytes.Contains(after, []byte("hail alerts")) {
 			t.Fatalf("search after the write still answers the old entry: %s", after)
 		}

@@ -5,7 +5,10 @@
 // once, without tracking what a write touched.
 package gencache
 
-import "sync"
+import (
+	"hash/maphash"
+	"sync"
+)
 
 // Cache holds at most limit values of the newest generation it was given,
 // and starts afresh when full. Values are shared: callers copy what they
@@ -16,10 +19,37 @@ type Cache[V any] struct {
 	mu     sync.Mutex
 	gen    uint64
 	values map[string]V
+
+	seed  maphash.Seed
+	doors []uint64 // Admit's sightings: key hashes, by hash modulo length
 }
 
 // New returns a cache of at most limit values.
-func New[V any](limit int) *Cache[V] { return &Cache[V]{limit: limit} }
+func New[V any](limit int) *Cache[V] {
+	return &Cache[V]{limit: limit, seed: maphash.MakeSeed()}
+}
+
+// Admit records a sighting of key and reports whether it was seen before,
+// recently. A caller whose keys are often asked for once only (a search's
+// text is often unique) stores a value on its key's second sighting, so
+// one-off values neither cost a copy nor push out values asked for again.
+// Sightings are kept as hashes in a table of twice the cache's size, newer
+// ones overwriting older ones in their slot; a hash collision can admit a
+// first sighting, which only costs a store.
+func (c *Cache[V]) Admit(key string) bool {
+	h := maphash.String(c.seed, key) | 1 // never 0, the empty slot
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.doors == nil {
+		c.doors = make([]uint64, max(2*c.limit, 1))
+	}
+	slot := &c.doors[h%uint64(len(c.doors))]
+	if *slot == h {
+		return true
+	}
+	*slot = h
+	return false
+}
 
 // Get returns the value stored under key for generation gen.
 func (c *Cache[V]) Get(gen uint64, key string) (V, bool) {

@@ -29,3 +29,24 @@ func TestCache(t *testing.T) {
 		t.Fatal("a stale put took effect")
 	}
 }
+
+func TestAdmit(t *testing.T) {
+	c := gencache.New[int](4)
+	if c.Admit("q") {
+		t.Fatal("a first sighting was admitted")
+	}
+	if !c.Admit("q") {
+		t.Fatal("a second sighting was not admitted")
+	}
+	// A key seen once is not admitted on that sighting, however many
+	// other keys come first (64-bit hashes: no collision expected).
+	admitted := 0
+	for i := range 1000 {
+		if c.Admit(string(rune('a'+i%26)) + string(rune(i))) {
+			admitted++
+		}
+	}
+	if admitted != 0 {
+		t.Fatalf("%d of 1000 first sightings admitted", admitted)
+	}
+}
