@@ -463,3 +463,37 @@ func TestPrivateArrivesLater(t *testing.T) {
 		t.Error("after reopen, private doc hidden from its owner")
 	}
 }
+
+// TestRepeatedSearchMatchesFresh: a search repeated while the index is
+// quiet (from its third time on, answered from the result cache) returns
+// what it returned the first time, hits, scores and all, however a caller
+// changed an earlier answer; after a write it answers the new state.
+func TestRepeatedSearchMatchesFresh(t *testing.T) {
+	ix := mustOpenMemory(t)
+	mustPut(t, ix, fixture())
+	req := index.SearchRequest{Text: "weather forecast", Size: 3}
+	check := func(stage string) index.SearchResult {
+		t.Helper()
+		first, err := ix.Search(t.Context(), req)
+		if err != nil || len(first.Hits) == 0 {
+			t.Fatalf("%s: search = %+v, %v", stage, first, err)
+		}
+		want := slices.Clone(first.Hits)
+		for range 3 {
+			first.Hits[0].ID, first.Hits[0].Score = "changed by the caller", -1
+			got, err := ix.Search(t.Context(), req)
+			if err != nil || !slices.Equal(got.Hits, want) || got.More != first.More {
+				t.Fatalf("%s: repeated search = %+v, %v; want %+v", stage, got, err, want)
+			}
+			first = got
+		}
+		return first
+	}
+	check("before the write")
+	mustPut(t, ix, []index.Doc{{ID: "urn:ai:sky.example:radar", Name: "weather-forecast", DisplayName: "Weather forecast radar",
+		Description: "Weather forecast from radar.", Publisher: "sky.example", Type: "mcp", CreatedAt: t0, UpdatedAt: t0}})
+	after := check("after the write")
+	if !slices.ContainsFunc(after.Hits, func(h index.Hit) bool { return h.ID == "urn:ai:sky.example:radar" }) {
+		t.Fatalf("after the write the hits %+v miss the new doc", after.Hits)
+	}
+}
