@@ -3,11 +3,15 @@ package registry
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/registry/ingest"
+	"github.com/ardx-dev/ardx/web"
 )
 
 const (
@@ -22,11 +26,6 @@ func (s *Service) parseAgents(r *http.Request) (index.ListRequest, error) {
 	req := index.ListRequest{Size: defaultAgentsPageSize}
 	params := []string{"filter", "orderBy", "pageSize", "pageToken"}
 	fe.onlyParams(q, "GET /agents", params...)
-	for _, k := range params {
-		if len(q[k]) > 1 {
-			fe.add(k, "is given more than once")
-		}
-	}
 	filter, orderBy := q.Get("filter"), q.Get("orderBy")
 	if err := parseAgentsFilter(filter, &req); err != nil {
 		fe.add("filter", err.Error())
@@ -117,4 +116,68 @@ func (s *Service) handleAgents(w http.ResponseWriter, r *http.Request, _ httprou
 	buf = append(buf, "}\n"...)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(buf)
+}
+
+// handleAgent handles "GET /agents/{identifier}": one entry by its exact
+// identifier, percent-encoded once as the rest of the path (ARD direct
+// lookup). It answers from this index alone, never federates, and carries
+// the stored entry with its visibility label but no score or source. A
+// private entry is found only by its owner's viewer; to anyone else it does
+// not exist.
+func (s *Service) handleAgent(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if !s.noParams(w, r) {
+		return
+	}
+	// The escaped path, decoded once here: the identifier is one segment,
+	// so an encoded slash (%2F) belongs to it rather than splitting it.
+	raw := strings.TrimPrefix(r.URL.EscapedPath(), "/agents/")
+	id, err := url.PathUnescape(raw)
+	if err != nil || id == "" || strings.Contains(raw, "/") {
+		s.writeError(w, r, s.badIdentifier(id, "must be one path segment: the identifier percent-encoded once"))
+		return
+	}
+	// Stored identifiers are normalised as ingestion does (urn:ai: alias,
+	// lower-cased publisher domain); the name stays case-sensitive.
+	norm, _, msg := ingest.NormalizeIdentifier(id)
+	if msg == "" && strings.TrimSpace(id) != id {
+		msg = "has surrounding space"
+	}
+	if msg != "" {
+		s.writeError(w, r, s.badIdentifier(id, msg))
+		return
+	}
+	id = norm
+	entries, err := s.db.GetEntries([]string{id})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, ok := entries[id]
+	vis := visPublic
+	if ok && e.Owner != "" {
+		vis = visPrivate
+		if v := s.viewer(r); v == "" || v != strings.ToLower(e.Owner) {
+			ok = false
+		}
+	}
+	if !ok {
+		s.writeError(w, r, s.problems.New(web.SlugNotFound, "no entry "+strconv.Quote(id)+" in this registry"))
+		return
+	}
+	buf, err := appendProjected(make([]byte, 0, len(e.Body)+32), e.Body, projection{visibility: vis, keepRQ: true})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if vis == visPrivate {
+		w.Header().Set("Cache-Control", "private, no-store")
+	}
+	writeResponse(w, append(buf, '\n'))
+}
+
+// badIdentifier is the 400 of a lookup whose identifier is no ARD URN.
+func (s *Service) badIdentifier(id, msg string) *web.Problem {
+	p := s.problems.New(web.SlugBadRequest, "identifier "+strconv.Quote(id)+" is not an ARD identifier: "+msg)
+	p.Errors = []web.FieldError{{Field: "identifier", Message: msg}}
+	return p
 }

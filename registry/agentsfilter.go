@@ -13,15 +13,16 @@ import (
 // supports):
 //
 //	filter     = comparison { "AND" comparison }
-//	comparison = field ( "=" | ":" ) value { "," value }
+//	comparison = field ( "=" | ":" | ">" ) value { "," value }
 //	field      = "displayName" | "type" | "publisherId" | "createdAfter" | "updatedAfter"
 //	value      = quoted | bare
-//	quoted     = '"' { char | '\"' | '\\' } '"'
-//	bare       = 1*( any char except space, comma, quote )
+//	quoted     = '"' { char | '\"' | '\\' } '"' | "'" { char | "\'" | '\\' } "'"
+//	bare       = 1*( any char except space, comma, quotes )
 //
 // Commas are OR within a field; AND joins fields (case-insensitive keyword).
 // displayName matches a case-insensitive substring; type and publisherId
-// match exactly; createdAfter and updatedAfter take one RFC 3339 time.
+// match exactly; createdAfter and updatedAfter take one RFC 3339 time or
+// date (midnight UTC), with ">" as well (the ARD example's form).
 // Errors name the character offset and what was expected there.
 
 const (
@@ -87,20 +88,23 @@ func (sc *filterScanner) value() (string, *filterError) {
 	if sc.pos >= len(sc.src) {
 		return "", sc.errorf("expected a value, found end of filter")
 	}
-	if sc.src[sc.pos] == '"' {
+	if q := sc.src[sc.pos]; q == '"' || q == '\'' {
 		start := sc.pos
 		var b strings.Builder
 		for i := sc.pos + 1; i < len(sc.src); i++ {
 			switch c := sc.src[i]; c {
 			case '\\':
-				if i+1 < len(sc.src) && (sc.src[i+1] == '"' || sc.src[i+1] == '\\') {
+				if i+1 < len(sc.src) && (sc.src[i+1] == q || sc.src[i+1] == '\\') {
 					b.WriteByte(sc.src[i+1])
 					i++
 					continue
 				}
 				sc.pos = i
-				return "", sc.errorf(`expected \" or \\ after a backslash in a quoted value`)
-			case '"':
+				return "", sc.errorf(`expected %c or \\ after a backslash in a quoted value`, q)
+			case q:
+				if b.Len() == 0 {
+					return "", sc.errorf("expected a value, found an empty quoted value")
+				}
 				sc.pos = i + 1
 				return b.String(), nil
 			default:
@@ -108,12 +112,12 @@ func (sc *filterScanner) value() (string, *filterError) {
 			}
 		}
 		sc.pos = start
-		return "", sc.errorf("quoted value is not closed: expected a closing '\"'")
+		return "", sc.errorf("quoted value is not closed: expected a closing %c", q)
 	}
 	start := sc.pos
 	for sc.pos < len(sc.src) {
 		c := sc.src[sc.pos]
-		if c == ' ' || c == '\t' || c == ',' || c == '"' {
+		if c == ' ' || c == '\t' || c == ',' || c == '"' || c == '\'' {
 			break
 		}
 		sc.pos++
@@ -156,7 +160,11 @@ func parseAgentsFilter(src string, req *index.ListRequest) *filterError {
 		}
 		seen[field] = true
 		sc.skipSpace()
-		if sc.pos >= len(src) || (src[sc.pos] != '=' && src[sc.pos] != ':') {
+		after := field == "createdAfter" || field == "updatedAfter"
+		if sc.pos >= len(src) || (src[sc.pos] != '=' && src[sc.pos] != ':' && !(after && src[sc.pos] == '>')) {
+			if after {
+				return sc.errorf("expected '=', ':' or '>' after %s, found %s", field, sc.found())
+			}
 			return sc.errorf("expected '=' or ':' after %s, found %s", field, sc.found())
 		}
 		sc.pos++
@@ -215,7 +223,10 @@ func applyAgentsFilter(req *index.ListRequest, field string, vals []string) erro
 	case "createdAfter", "updatedAfter":
 		t, err := time.Parse(time.RFC3339, vals[0])
 		if err != nil {
-			return fmt.Errorf("expected an RFC 3339 time such as 2026-01-01T00:00:00Z for %s, found %q", field, vals[0])
+			t, err = time.Parse(time.DateOnly, vals[0])
+		}
+		if err != nil {
+			return fmt.Errorf("expected an RFC 3339 time such as 2026-01-01T00:00:00Z, or a date, for %s, found %q", field, vals[0])
 		}
 		if field == "createdAfter" {
 			req.CreatedAfter = t

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strconv"
 )
@@ -8,8 +10,8 @@ import (
 // Result bodies are assembled from the stored entry bytes: the registry's
 // own members (score, source, visibility) are written first and the entry's
 // members are copied after them, skipping representativeQueries (index
-// input, not part of a result) and any stored member that would collide
-// with ours. No map is built and nothing is re-encoded, which keeps a page
+// input, not part of a result) and any stored member named like one of ours
+// (see omitMember). No map is built and nothing is re-encoded, which keeps a page
 // of results to a few copies.
 
 var errNotObject = errors.New("registry: entry body is not a JSON object")
@@ -100,16 +102,23 @@ func appendProjected(dst, body []byte, p projection) ([]byte, error) {
 	}
 }
 
+// omitMember reports whether a stored member is left out of a result. The
+// registry's own members (score, source, visibility) are never taken from a
+// stored body, whether or not this result carries them, and a name written
+// with JSON escapes ("scor\u0065") is compared as it decodes, since that is
+// how a client's parser reads it.
 func omitMember(key []byte, p projection) bool {
-	switch string(key) { // no allocation: the compiler special-cases this
+	name := string(key) // no allocation in the switch: the compiler special-cases it
+	if bytes.IndexByte(key, '\\') >= 0 {
+		if err := json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &name); err != nil {
+			return true // a name that does not decode is no member of ours to copy
+		}
+	}
+	switch name {
 	case "representativeQueries":
 		return !p.keepRQ
-	case "score":
-		return p.withScore
-	case "source":
-		return p.source != nil
-	case "visibility":
-		return p.visibility != ""
+	case "score", "source", "visibility":
+		return true
 	}
 	return false
 }

@@ -58,6 +58,10 @@ type Config struct {
 	// discovered registry is a publisher's claim, so the operator opts in
 	// host by host.
 	FederateDiscovered []string
+	// Viewer names the domain whose private entries a request may see ("" for
+	// public entries only). nil sees public entries only. Domain keys
+	// (Authorization: Bearer) plug in here; tests use it as the internal viewer.
+	Viewer func(*http.Request) string
 	// DemandRetention is how long the demand log keeps each search record;
 	// zero means 90 days. The daily aggregates /stats reads are kept.
 	DemandRetention time.Duration
@@ -128,7 +132,7 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 		db:       db,
 		ix:       ix,
 		log:      cfg.Logger.With("component", "registry"),
-		problems: web.Problems{BaseURL: cfg.PublicURL, Logger: cfg.Logger},
+		problems: web.Problems{BaseURL: cfg.PublicURL, Logger: cfg.Logger, ARD: true},
 		client:   cfg.HTTPClient,
 		tokens:   tokenSealer{key: cfg.TokenKey},
 	}
@@ -200,6 +204,7 @@ func (s *Service) routeTable() []route {
 		{http.MethodPost, "/search", s.handleSearch},
 		{http.MethodPost, "/explore", s.handleExplore},
 		{http.MethodGet, "/agents", s.handleAgents},
+		{http.MethodGet, "/agents/*identifier", s.handleAgent},
 		{http.MethodGet, "/health", s.handleHealth},
 		{http.MethodGet, "/stats", s.handleStats},
 		{http.MethodGet, "/openapi.json", s.handleOpenAPI},
@@ -213,22 +218,58 @@ func (s *Service) routeTable() []route {
 }
 
 // routes builds the router and wraps it in the middleware chain, outermost
-// first.
+// first. Every GET route answers HEAD too (net/http drops the body), and
+// OPTIONS answers with Allow and the CORS preflight headers: browsers and
+// agents call the read APIs from other origins.
 func (s *Service) routes() http.Handler {
 	r := httprouter.New()
 	for _, rt := range s.routeTable() {
 		r.Handle(rt.method, rt.path, rt.handle)
+		if rt.method == http.MethodGet {
+			r.Handle(http.MethodHead, rt.path, rt.handle)
+		}
 	}
 	r.NotFound = s.problems.NotFound()
 	r.MethodNotAllowed = s.problems.MethodNotAllowed()
 	r.PanicHandler = s.problems.Panic
-	r.HandleOPTIONS = false
+	r.HandleOPTIONS = true
+	r.GlobalOPTIONS = http.HandlerFunc(preflight)
 	return web.Chain(r,
 		web.WithRequestID,
 		web.WithLogging(s.log),
 		web.WithRecover(s.problems),
+		withCORS,
 		web.WithBodyLimit(maxBodyBytes),
 	)
+}
+
+// withCORS lets any origin read the registry's answers. Nothing rides on
+// cookies (keys are bearer tokens), so a wildcard origin gives a page
+// nothing its own fetch could not get.
+func withCORS(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Expose-Headers", "Retry-After, X-Request-Id")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// preflight answers OPTIONS for a known path; httprouter has set Allow.
+func preflight(w http.ResponseWriter, _ *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Methods", h.Get("Allow"))
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+	h.Set("Access-Control-Max-Age", "86400")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// viewer is the domain whose private entries r may see ("" for none).
+func (s *Service) viewer(r *http.Request) string {
+	if s.cfg.Viewer == nil {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSpace(s.cfg.Viewer(r)))
 }
 
 // defaultUpstreamClient bounds every phase of an upstream call; the

@@ -22,6 +22,11 @@ type Problem struct {
 	Status int          `json:"status"`
 	Detail string       `json:"detail,omitempty"`
 	Errors []FieldError `json:"errors,omitempty"`
+	// ErrorCode and Message are the ARD error envelope (ARD Appendix B):
+	// written beside the RFC 9457 members when Problems.ARD is set, so
+	// clients of either kind read the same document.
+	ErrorCode string `json:"errorCode,omitempty"`
+	Message   string `json:"message,omitempty"`
 
 	// RetryAfter, when positive, is sent as the Retry-After header (seconds).
 	RetryAfter int `json:"-"`
@@ -84,6 +89,35 @@ type Problems struct {
 	// BaseURL is the service's public URL, without a trailing slash.
 	BaseURL string
 	Logger  *slog.Logger
+	// ARD adds the ARD error members (errorCode, message) to every problem
+	// written.
+	ARD bool
+}
+
+// ARD error codes (ARD Appendix B).
+const (
+	CodeInvalidArgument   = "INVALID_ARGUMENT"
+	CodeUnauthenticated   = "UNAUTHENTICATED"
+	CodeNotFound          = "NOT_FOUND"
+	CodeRateLimitExceeded = "RATE_LIMIT_EXCEEDED"
+	CodeInternal          = "INTERNAL_ERROR"
+)
+
+// ARDCode maps an HTTP status to the ARD error code an ARD client expects:
+// any other refusal of the caller's request is INVALID_ARGUMENT, any server
+// side failure INTERNAL_ERROR.
+func ARDCode(status int) string {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return CodeUnauthenticated
+	case status == http.StatusNotFound:
+		return CodeNotFound
+	case status == http.StatusTooManyRequests:
+		return CodeRateLimitExceeded
+	case status >= 500:
+		return CodeInternal
+	}
+	return CodeInvalidArgument
 }
 
 // New returns the problem for slug with the given detail.
@@ -117,6 +151,15 @@ func (ps Problems) Write(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if p.Type == "" {
 		p.Type = ps.BaseURL + "/developers#" + SlugInternal
+	}
+	if ps.ARD {
+		cp := *p // never change a problem the caller may reuse
+		cp.ErrorCode = ARDCode(cp.Status)
+		cp.Message = cp.Detail
+		if cp.Message == "" {
+			cp.Message = cp.Title
+		}
+		p = &cp
 	}
 	if p.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(p.RetryAfter))
