@@ -20,6 +20,7 @@ import (
 	"github.com/ardx-dev/ardx/internal/gencache"
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/search/query"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
@@ -426,6 +427,77 @@ func (ix *Index) Count() (uint64, error) {
 		return 0, fmt.Errorf("index: count: %w", err)
 	}
 	return n, nil
+}
+
+// CountPublic returns the number of public documents: the count of every
+// document less the private ones, which carry a marker term and are few.
+func (ix *Index) CountPublic(ctx context.Context) (uint64, error) {
+	all, err := ix.Count()
+	if err != nil {
+		return 0, err
+	}
+	q := query.NewTermQuery(privateMarker)
+	q.SetField(fieldPrivate)
+	res, err := ix.bleve.SearchInContext(ctx, bleve.NewSearchRequestOptions(q, 0, 0, false))
+	if err != nil {
+		return 0, fmt.Errorf("index: count private: %w", err)
+	}
+	return all - min(res.Total, all), nil
+}
+
+// Matches reports whether d satisfies every key of f as a search filter
+// does (OR within a key, AND across keys, values normalised per field). It
+// checks results that did not come from this index, such as an upstream
+// registry's, against the query they answer.
+func (f Filter) Matches(d *Doc) bool {
+	for k, vals := range f {
+		var have []string
+		switch k {
+		case fieldType:
+			have = []string{d.Type}
+		case fieldTags:
+			have = d.Tags
+		case fieldCapabilities:
+			have = d.Capabilities
+		case fieldPublisher:
+			have = []string{d.Publisher}
+		case fieldVersion:
+			have = []string{d.Version}
+		case fieldAttestation:
+			have = d.AttestationTypes
+		case fieldIdentityType:
+			have = []string{d.IdentityType}
+		default:
+			mk, ok := strings.CutPrefix(k, metadataPrefix)
+			if !ok {
+				return false
+			}
+			if v, ok := d.Metadata[strings.TrimSpace(mk)]; ok {
+				have = []string{v}
+			}
+		}
+		if !anyValueMatches(k, vals, have) {
+			return false
+		}
+	}
+	return true
+}
+
+func anyValueMatches(field string, want, have []string) bool {
+	constrained := false
+	for _, w := range want {
+		w = normaliseValue(field, w)
+		if w == "" {
+			continue
+		}
+		constrained = true
+		for _, h := range have {
+			if normaliseValue(field, h) == w {
+				return true
+			}
+		}
+	}
+	return !constrained // a key whose values are all empty constrains nothing, as in filterQueries
 }
 
 // Close closes the index, releasing its lock and background goroutines.

@@ -189,8 +189,10 @@ func TestAgentsPagination(t *testing.T) {
 			if order != "" {
 				q.Set("orderBy", order)
 			}
-			all := q
-			all = url.Values{"pageSize": {"100"}, "orderBy": {order}}
+			all := url.Values{"pageSize": {"100"}}
+			if order != "" {
+				all.Set("orderBy", order)
+			}
 			want := ids(f.agents(t, all).Items)
 			var got []string
 			for i := 0; i < 10; i++ {

@@ -43,10 +43,23 @@ func (fe *fieldErrors) onlyMembers(m map[string]json.RawMessage, prefix, what st
 	unknownKeys(fe, m, prefix, "is not a member of "+what, allowed)
 }
 
-// onlyParams reports each query parameter not in allowed as not a
-// parameter of what (e.g. "GET /tools").
+// onlyParams applies the one rule every GET route has for its query: a
+// parameter not in allowed, given more than once, or given with an empty
+// value is refused (422), never ignored, so a caller never mistakes an
+// unfiltered answer for a filtered one. what names the route ("GET /tools").
 func (fe *fieldErrors) onlyParams(q url.Values, what string, allowed ...string) {
 	unknownKeys(fe, q, "", "is not a parameter of "+what, allowed)
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(allowed, k) {
+			continue
+		}
+		switch v := q[k]; {
+		case len(v) > 1:
+			fe.add(k, "is given more than once")
+		case v[0] == "":
+			fe.add(k, "is empty; leave the parameter out for its default")
+		}
+	}
 }
 
 func unknownKeys[V any](fe *fieldErrors, m map[string]V, prefix, isNot string, allowed []string) {
@@ -218,8 +231,23 @@ func parseFilter(raw json.RawMessage, fe *fieldErrors) index.Filter {
 		if s, ok := rawString(v); ok {
 			vals = []string{s}
 		} else if len(v) > 0 && v[0] == '[' {
-			if err := json.Unmarshal(v, &vals); err != nil {
+			// Element by element: json would read a null as "".
+			var elems []json.RawMessage
+			if err := json.Unmarshal(v, &elems); err != nil {
 				fe.add(field, "must be a string or an array of strings")
+				continue
+			}
+			vals = make([]string, 0, len(elems))
+			for _, e := range elems {
+				s, ok := rawString(e)
+				if !ok {
+					vals = nil
+					break
+				}
+				vals = append(vals, s)
+			}
+			if vals == nil {
+				fe.add(field, "must be a string or an array of strings (no null)")
 				continue
 			}
 		} else {
@@ -238,6 +266,13 @@ func parseFilter(raw json.RawMessage, fe *fieldErrors) index.Filter {
 		for _, s := range vals {
 			if len(s) > maxFilterValueLen {
 				fe.add(field, "values must be at most "+strconv.Itoa(maxFilterValueLen)+" bytes")
+				bad = true
+				break
+			}
+			if strings.TrimSpace(s) == "" {
+				// An empty value would match nothing or everything; neither
+				// is what a caller who wrote it meant.
+				fe.add(field, "values must not be empty")
 				bad = true
 				break
 			}

@@ -6,13 +6,32 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/web"
 )
+
+// noParams refuses any query parameter on a route that takes none (the
+// onlyParams rule); it reports whether the handler may go on.
+func (s *Service) noParams(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.RawQuery == "" {
+		return true
+	}
+	var fe fieldErrors
+	fe.onlyParams(r.URL.Query(), r.Method+" "+r.URL.Path)
+	if p := fe.problem(s.problems); p != nil {
+		s.problems.Write(w, r, p)
+		return false
+	}
+	return true
+}
 
 const (
 	defaultStatsDays = 30
 	minStatsDays     = 7
 	maxStatsDays     = 90
+	// maxStatsTypes bounds byType; entries of rarer types still count in
+	// the total.
+	maxStatsTypes = 200
 )
 
 // healthResponse is the body of GET /health.
@@ -23,7 +42,12 @@ type healthResponse struct {
 
 // handleHealth handles "GET /health": liveness plus the index size.
 func (s *Service) handleHealth(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	n, err := s.ix.Count()
+	if !s.noParams(w, r) {
+		return
+	}
+	// Public numbers count public entries: a private entry's existence is
+	// its owner's business.
+	n, err := s.ix.CountPublic(r.Context())
 	if err != nil {
 		s.log.Error("health: index count failed", "err", err)
 		s.problems.Write(w, r, s.problems.New(web.SlugServiceUnavailable, "the search index is not answering"))
@@ -81,7 +105,7 @@ func (s *Service) handleStats(w http.ResponseWriter, r *http.Request, _ httprout
 	fe.onlyParams(q, "GET /stats", "days")
 	if v, ok := q["days"]; ok {
 		n, err := strconv.Atoi(v[0])
-		if err != nil || n < minStatsDays || n > maxStatsDays || len(v) > 1 {
+		if err != nil || n < minStatsDays || n > maxStatsDays {
 			fe.add("days", "must be one integer from "+strconv.Itoa(minStatsDays)+" to "+strconv.Itoa(maxStatsDays))
 		} else {
 			days = n
@@ -92,14 +116,18 @@ func (s *Service) handleStats(w http.ResponseWriter, r *http.Request, _ httprout
 		return
 	}
 
-	byType, err := s.db.CountEntriesByType()
+	// Counted over the index as an anonymous caller sees it, so private
+	// entries and their types stay out of public numbers.
+	facets, err := s.ix.Facets(r.Context(), "", nil, "", []index.FacetRequest{{Field: "type", Limit: maxStatsTypes, MinCount: 1}})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	total := 0
-	for _, n := range byType {
-		total += n
+	byType := map[string]int{}
+	total := facets["type"].Other
+	for _, b := range facets["type"].Buckets {
+		byType[b.Value] = b.Count
+		total += b.Count
 	}
 	now := s.cfg.Now().UTC()
 	from := now.AddDate(0, 0, -(days - 1))
@@ -149,6 +177,9 @@ func (s *Service) handleStats(w http.ResponseWriter, r *http.Request, _ httprout
 
 // handleOpenAPI handles "GET /openapi.json".
 func (s *Service) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if !s.noParams(w, r) {
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	_, _ = w.Write(s.openapi)

@@ -150,9 +150,7 @@ func (s *Service) handleToolsGet(w http.ResponseWriter, r *http.Request, _ httpr
 	fe.onlyParams(q, "GET /tools", "q", "limit", "withSchema")
 	req := toolsRequest{Limit: defaultToolsLimit}
 	if v, ok := q["q"]; ok {
-		if len(v) > 1 {
-			fe.add("q", "must be given once")
-		} else if len(v[0]) > maxTextLen {
+		if len(v[0]) > maxTextLen {
 			fe.add("q", "must be at most "+strconv.Itoa(maxTextLen)+" bytes")
 		} else {
 			req.Q = strings.TrimSpace(v[0])
@@ -160,7 +158,7 @@ func (s *Service) handleToolsGet(w http.ResponseWriter, r *http.Request, _ httpr
 	}
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v[0])
-		if err != nil || len(v) > 1 || n < 1 || n > maxToolsLimit {
+		if err != nil || n < 1 || n > maxToolsLimit {
 			fe.add("limit", "must be one integer from 1 to "+strconv.Itoa(maxToolsLimit))
 		} else {
 			req.Limit = n
@@ -168,7 +166,7 @@ func (s *Service) handleToolsGet(w http.ResponseWriter, r *http.Request, _ httpr
 	}
 	if v, ok := q["withSchema"]; ok {
 		b, err := strconv.ParseBool(v[0])
-		if err != nil || len(v) > 1 {
+		if err != nil {
 			fe.add("withSchema", "must be true or false")
 		} else {
 			req.WithSchema = b

@@ -85,8 +85,8 @@ func (s *Service) handleToolSafety(w http.ResponseWriter, r *http.Request, _ htt
 	limit := defaultSafetyLimit
 	if v, ok := q["domain"]; ok && v[0] != "" {
 		d, msg := parseDomain(v[0])
-		if msg != "" || len(v) > 1 {
-			fe.add("domain", firstOf(msg, "must be given once"))
+		if msg != "" {
+			fe.add("domain", msg)
 		}
 		domain = d
 	}
@@ -98,13 +98,13 @@ func (s *Service) handleToolSafety(w http.ResponseWriter, r *http.Request, _ htt
 			ids = append(ids, ri.ID)
 			known = known || ri.ID == rule
 		}
-		if !known || len(v) > 1 {
+		if !known {
 			fe.add("rule", "must be one of "+strings.Join(ids, ", "))
 		}
 	}
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v[0])
-		if err != nil || len(v) > 1 || n < 1 || n > maxSafetyLimit {
+		if err != nil || n < 1 || n > maxSafetyLimit {
 			fe.add("limit", "must be one integer from 1 to "+strconv.Itoa(maxSafetyLimit)+" (examples per rule, and rug pulls listed)")
 		} else {
 			limit = n
