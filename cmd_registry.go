@@ -26,6 +26,7 @@ type registryConfig struct {
 	addr              string
 	publicURL         string
 	upstreams         []string
+	publicRegistries  []string
 	federationTimeout time.Duration
 	noDefaultCorpus   bool
 	// federateDiscovered allowlists hosts of registries found in the index.
@@ -39,6 +40,7 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&rc.addr, "registry-addr", "127.0.0.1:8080", "registry listen address (port 0 picks a free port)")
 	f.StringVar(&rc.publicURL, "public-url", "", "the registry's public base URL, written into each result's source (default: http://<registry-addr>)")
 	f.StringArrayVar(&rc.upstreams, "upstream", nil, "an upstream ARD registry base URL to federate with (repeatable)")
+	f.StringArrayVar(&rc.publicRegistries, "public-registries", nil, "public ARD registries federation auto asks besides --upstream, each behind a circuit breaker (repeatable; default: the built-in list "+strings.Join(registry.DefaultPublicRegistries, ", ")+"; \"none\" asks none)")
 	f.DurationVar(&rc.federationTimeout, "federation-timeout", 800*time.Millisecond, "deadline for asking upstream registries in federation auto")
 	f.StringArrayVar(&rc.federateDiscovered, "federate-discovered", nil, "host of an indexed ai-registry entry that federation auto may also ask (repeatable; none by default)")
 	f.BoolVar(&rc.noDefaultCorpus, "no-default-corpus", false, "do not ingest the embedded default corpus into an empty data dir")
@@ -52,6 +54,14 @@ func (rc *registryConfig) validate() error {
 			return fmt.Errorf("--upstream %q: must be an http(s) base URL", u)
 		}
 	}
+	for _, u := range rc.publicRegistries {
+		if u == "none" && len(rc.publicRegistries) == 1 {
+			continue
+		}
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return fmt.Errorf("--public-registries %q: must be http(s) base URLs, or none alone", u)
+		}
+	}
 	if rc.federationTimeout <= 0 {
 		return fmt.Errorf("--federation-timeout must be positive")
 	}
@@ -62,6 +72,18 @@ func (rc *registryConfig) validate() error {
 		return fmt.Errorf("--demand-retention must be positive")
 	}
 	return nil
+}
+
+// publicRegistryList is the registries --public-registries names: the
+// built-in list when the flag is absent, none for "none".
+func (rc *registryConfig) publicRegistryList() []string {
+	switch {
+	case len(rc.publicRegistries) == 0:
+		return registry.DefaultPublicRegistries
+	case len(rc.publicRegistries) == 1 && rc.publicRegistries[0] == "none":
+		return nil
+	}
+	return rc.publicRegistries
 }
 
 // registryStores is the registry's open storage.
@@ -223,6 +245,7 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		Fetcher:            stores.ingester.Fetcher,
 		FederateDiscovered: rc.federateDiscovered,
 		Upstreams:          rc.upstreams,
+		PublicRegistries:   rc.publicRegistryList(),
 		FederationTimeout:  rc.federationTimeout,
 		DemandRetention:    rc.demandRetention,
 		Logger:             logger,

@@ -296,7 +296,7 @@ func (s *Service) localRank(ctx context.Context, q, id string) auditRank {
 // for the domain, then one per identifier still unseen (by displayName),
 // each with federation=none and a publisher filter.
 func (s *Service) coverageAt(ctx context.Context, up upstream, domain string, targets []auditTarget) auditCoverage {
-	c := auditCoverage{Registry: up.base, Discovered: up.discovered, Of: len(targets)}
+	c := auditCoverage{Registry: up.base, Discovered: up.kind == kindDiscovered, Of: len(targets)}
 	want := map[string]bool{}
 	for _, t := range targets {
 		want[t.id] = true
@@ -318,13 +318,14 @@ func (s *Service) coverageAt(ctx context.Context, up upstream, domain string, ta
 		if len(seen) == len(want) || p.id != "" && seen[p.id] {
 			continue
 		}
+		filter := index.Filter{"publisher": {domain}}
 		body, _ := json.Marshal(upstreamRequest{
-			Query:      upstreamQuery{Text: p.text, Filter: index.Filter{"publisher": {domain}}},
+			Query:      upstreamQuery{Text: p.text, Filter: filter},
 			Federation: fedNone,
 			PageSize:   maxSearchLimit,
 		})
 		c.Queries++
-		items, err := s.fetchUpstream(ctx, up, body, maxSearchLimit)
+		items, _, err := s.fetchUpstream(ctx, up, body, maxSearchLimit, filter)
 		if err != nil {
 			if !c.Reached {
 				c.Error = err.Error()

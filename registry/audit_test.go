@@ -48,8 +48,8 @@ type auditResp struct {
 func TestAudit(t *testing.T) {
 	// One upstream holds the notes server; one is down.
 	holding := newFakeUpstream(t, http.StatusOK, upstreamResults(
-		`{"identifier":"urn:air:fixture.test:mcp:notes","displayName":"Fixture Notes MCP","score":90}`,
-		`{"identifier":"urn:air:elsewhere.test:x","displayName":"Other","score":10}`,
+		`{"identifier":"urn:air:fixture.test:mcp:notes","displayName":"Fixture Notes MCP","type":"application/mcp-server-card+json","url":"https://x.test/card.json","score":90}`,
+		`{"identifier":"urn:air:elsewhere.test:x","displayName":"Other","type":"application/mcp-server-card+json","url":"https://x.test/card.json","score":10}`,
 	), 0)
 	down := newFakeUpstream(t, http.StatusServiceUnavailable, `{}`, 0)
 	f := newPublisherServer(t, registry.Config{Upstreams: []string{holding.URL, down.URL}, FederationTimeout: time.Second}, append([]string{
@@ -126,7 +126,7 @@ func TestFederationDiscovered(t *testing.T) {
 	peer := newFakeUpstream(t, http.StatusOK, upstreamResults(
 		`{"identifier":"urn:air:peer.test:weather","displayName":"Peer Weather","type":"application/mcp-server-card+json","url":"https://peer.test/card.json","score":80}`,
 	), 0)
-	stranger := newFakeUpstream(t, http.StatusOK, upstreamResults(`{"identifier":"urn:air:stranger.test:x","score":99}`), 0)
+	stranger := newFakeUpstream(t, http.StatusOK, upstreamResults(`{"identifier":"urn:air:stranger.test:x","displayName":"X","type":"application/mcp-server-card+json","url":"https://x.test/card.json","score":99}`), 0)
 	configured := newFakeUpstream(t, http.StatusOK, upstreamResults(), 0)
 	pu, _ := url.Parse(peer.URL)
 	su, _ := url.Parse(stranger.URL)

@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry/ingest"
 )
 
 // Federation (ARD §5.4): federation=auto asks every upstream registry with
@@ -42,17 +44,73 @@ type upstreamResult struct {
 	items   []resultItem
 	outcome string
 	err     error
+	dropped int // results refused: malformed, or outside the query's filter
 }
 
-// searchFederated fuses this index's ranking with every upstream's for the
-// page req asks for.
-func (s *Service) searchFederated(r *http.Request, req searchRequest) ([]resultItem, string, []kv.UpstreamOutcome, error) {
+// upstreamReport is one upstream's line in an auto search's "upstreams"
+// member: whether it answered, failed or was skipped, and why.
+type upstreamReport struct {
+	Source  string `json:"source"`
+	Kind    string `json:"kind"`    // configured, public or discovered
+	Outcome string `json:"outcome"` // ok, error, timeout or skipped
+	Results int    `json:"results"` // results it contributed to the fusion
+	Dropped int    `json:"dropped,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+const outcomeSkipped = "skipped"
+
+// admitUpstreams splits the federation targets into those a search asks
+// now and reports for those it skips (circuit open), starting a
+// background trial for each skipped one whose trial is due.
+func (s *Service) admitUpstreams(ctx context.Context) (asked []upstream, skipped []upstreamReport) {
+	now := s.cfg.Now()
+	for _, up := range s.federationTargets(ctx) {
+		ask, trial, reason := s.breakers.get(up.base).admit(now)
+		if ask {
+			asked = append(asked, up)
+			continue
+		}
+		skipped = append(skipped, upstreamReport{Source: up.base, Kind: up.kind, Outcome: outcomeSkipped, Detail: reason})
+		if trial {
+			s.startTrial(up)
+		}
+	}
+	return asked, skipped
+}
+
+// startTrial asks up one small search in the background and closes or
+// re-opens its breaker by the answer.
+func (s *Service) startTrial(up upstream) {
+	bs := &s.breakers
+	bs.wg.Add(1)
+	go func() {
+		defer bs.wg.Done()
+		ctx, cancel := context.WithTimeout(bs.ctx, trialTimeout)
+		defer cancel()
+		res := s.askUpstream(ctx, up, searchRequest{queryModel: queryModel{Text: "registry"}}, 1)
+		if bs.ctx.Err() != nil {
+			return // shutting down: say nothing of the upstream
+		}
+		b := bs.get(up.base)
+		if res.err != nil {
+			s.log.Info("upstream registry still unreachable", "upstream", up.host, "err", res.err)
+			b.failure(s.cfg.Now(), res.outcome)
+			return
+		}
+		s.log.Info("upstream registry reachable", "upstream", up.host)
+		b.success()
+	}()
+}
+
+// searchFederated fuses this index's ranking with the ranking of every
+// upstream in ups for the page req asks for, and reports each upstream.
+func (s *Service) searchFederated(r *http.Request, req searchRequest, ups []upstream) ([]resultItem, string, []kv.UpstreamOutcome, []upstreamReport, error) {
 	// Fusion needs each source's ranking down to the end of the requested
 	// page; upstreams cap pageSize at 100 like we do.
 	depth := req.Offset + req.Limit
 	upSize := min(depth, maxSearchLimit)
 
-	ups := s.federationTargets(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.FederationTimeout)
 	defer cancel()
 	results := make([]upstreamResult, len(ups))
@@ -66,15 +124,25 @@ func (s *Service) searchFederated(r *http.Request, req searchRequest) ([]resultI
 	local, err := s.ix.Search(r.Context(), index.SearchRequest{Text: req.Text, Filter: req.Filter, From: 0, Size: depth})
 	wg.Wait()
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 
 	outcomes := make([]kv.UpstreamOutcome, len(ups))
+	reports := make([]upstreamReport, len(ups))
+	now := s.cfg.Now()
 	for i, up := range ups {
 		res := results[i]
 		outcomes[i] = kv.UpstreamOutcome{Upstream: up.base, Outcome: res.outcome}
+		reports[i] = upstreamReport{Source: up.base, Kind: up.kind, Outcome: res.outcome, Results: len(res.items), Dropped: res.dropped}
 		if res.err != nil {
+			// A caller that hung up says nothing about the upstream.
+			if r.Context().Err() == nil {
+				s.breakers.get(up.base).failure(now, res.outcome)
+			}
+			reports[i].Detail = upstreamFailure(res)
 			s.log.Warn("upstream registry skipped", "upstream", up.host, "outcome", res.outcome, "err", res.err)
+		} else {
+			s.breakers.get(up.base).success()
 		}
 	}
 
@@ -138,7 +206,7 @@ func (s *Service) searchFederated(r *http.Request, req searchRequest) ([]resultI
 	}
 	loaded, err := s.localItems(hits)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 	byID := make(map[string]resultItem, len(loaded))
 	for _, it := range loaded {
@@ -159,8 +227,31 @@ func (s *Service) searchFederated(r *http.Request, req searchRequest) ([]resultI
 	if more && len(page) > 0 && end <= maxSearchOffset {
 		next = s.nextToken(req, end)
 	}
-	return items, next, outcomes, nil
+	return items, next, outcomes, reports, nil
 }
+
+// upstreamFailure says why an upstream failed, without echoing what it
+// sent: its body is a stranger's text.
+func upstreamFailure(res upstreamResult) string {
+	if res.outcome == outcomeTimeout {
+		return "no answer within the federation deadline"
+	}
+	var se *upstreamStatusError
+	if errors.As(res.err, &se) {
+		return "answered HTTP " + strconv.Itoa(se.status)
+	}
+	if errors.Is(res.err, errUpstreamMalformed) {
+		return res.err.Error()
+	}
+	return "unreachable"
+}
+
+// upstreamStatusError is an upstream's non-200 answer.
+type upstreamStatusError struct{ status int }
+
+func (e *upstreamStatusError) Error() string { return "status " + strconv.Itoa(e.status) }
+
+var errUpstreamMalformed = errors.New("malformed answer")
 
 // upstreamRequest is the body we send each upstream: the same query, never
 // federated further (so two registries that list each other do not loop).
@@ -182,10 +273,10 @@ func (s *Service) askUpstream(ctx context.Context, up upstream, req searchReques
 		Federation: fedNone,
 		PageSize:   size,
 	})
-	items, err := s.fetchUpstream(ctx, up, body, size)
+	items, dropped, err := s.fetchUpstream(ctx, up, body, size, req.Filter)
 	switch {
 	case err == nil:
-		return upstreamResult{items: items, outcome: outcomeOK}
+		return upstreamResult{items: items, outcome: outcomeOK, dropped: dropped}
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
 		return upstreamResult{outcome: outcomeTimeout, err: err}
 	default:
@@ -193,10 +284,10 @@ func (s *Service) askUpstream(ctx context.Context, up upstream, req searchReques
 	}
 }
 
-func (s *Service) fetchUpstream(ctx context.Context, up upstream, body []byte, size int) ([]resultItem, error) {
+func (s *Service) fetchUpstream(ctx context.Context, up upstream, body []byte, size int, filter index.Filter) ([]resultItem, int, error) {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, up.base+"/search", bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
@@ -206,65 +297,178 @@ func (s *Service) fetchUpstream(ctx context.Context, up upstream, body []byte, s
 	}
 	resp, err := client.Do(hreq)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, &upstreamStatusError{status: resp.StatusCode}
+	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
 	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status %d", resp.StatusCode)
+		return nil, 0, err
 	}
 	if len(raw) > maxUpstreamBody {
-		return nil, fmt.Errorf("response larger than %d bytes", maxUpstreamBody)
+		return nil, 0, fmt.Errorf("%w: larger than %d bytes", errUpstreamMalformed, maxUpstreamBody)
 	}
-	return parseUpstreamResults(raw, up, size)
+	return parseUpstreamResults(raw, up, size, filter)
 }
+
+// maxUpstreamItem caps one upstream result as we re-encode it: a page of
+// ours stays a page, whatever a stranger sends.
+const maxUpstreamItem = 64 << 10
 
 // parseUpstreamResults validates an upstream's search response. A body that
 // is not an object with a results array fails the upstream; a single result
-// that is not an object with a string identifier is dropped on its own.
-func parseUpstreamResults(raw []byte, up upstream, size int) ([]resultItem, error) {
-	var resp struct {
-		Results *[]json.RawMessage `json:"results"`
-	}
+// that is not a well-formed ARD entry, or that does not satisfy the query's
+// filter (an upstream may ignore filters), is dropped on its own and
+// counted in dropped.
+func parseUpstreamResults(raw []byte, up upstream, size int, filter index.Filter) (items []resultItem, dropped int, err error) {
+	var resp map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &resp); err != nil {
-		return nil, fmt.Errorf("malformed response: %w", err)
+		return nil, 0, fmt.Errorf("%w: not a JSON object", errUpstreamMalformed)
 	}
-	if resp.Results == nil {
-		return nil, errors.New("malformed response: no results array")
+	var list []json.RawMessage
+	if r := resp["results"]; len(r) == 0 || r[0] != '[' || json.Unmarshal(r, &list) != nil {
+		return nil, 0, fmt.Errorf("%w: no results array", errUpstreamMalformed)
 	}
-	list := *resp.Results
 	if len(list) > size {
 		list = list[:size]
 	}
-	items := make([]resultItem, 0, len(list))
+	items = make([]resultItem, 0, len(list))
+	seen := make(map[string]bool, len(list))
 	for _, it := range list {
-		if len(it) == 0 || it[0] != '{' {
+		item, ok := checkUpstreamItem(it, up, filter)
+		if !ok || seen[item.id] {
+			dropped++
 			continue
 		}
-		var probe struct {
-			Identifier json.RawMessage `json:"identifier"`
-			Score      json.RawMessage `json:"score"`
-		}
-		if json.Unmarshal(it, &probe) != nil {
-			continue
-		}
-		id, ok := rawString(probe.Identifier)
-		if !ok || id == "" || len(id) > maxIdentifierLen {
-			continue
-		}
-		// Keep the upstream's own 0-100 score (clamped, rounded): it is that
-		// registry's relevance, shown as such; fusion ignores it.
-		score := 0
-		var f float64
-		if json.Unmarshal(probe.Score, &f) == nil && !math.IsNaN(f) {
-			score = clampScore(int(math.Round(math.Max(-1, math.Min(f, 101)))))
-		}
-		items = append(items, resultItem{id: id, body: it, score: score, source: up.sourceJSON, visibility: visPublic, upstream: up.base})
+		seen[item.id] = true
+		items = append(items, item)
 	}
-	return items, nil
+	return items, dropped, nil
+}
+
+// upstreamEntry is what this registry passes on of an upstream's result:
+// the ARD entry members, each checked for its type and written by us. The
+// upstream's own score, source and visibility, unknown members, duplicate
+// members and escaped spellings of names never reach a caller.
+type upstreamEntry struct {
+	Identifier    string          `json:"identifier"`
+	DisplayName   string          `json:"displayName"`
+	Type          string          `json:"type"`
+	URL           string          `json:"url,omitempty"`
+	Data          json.RawMessage `json:"data,omitempty"`
+	Description   string          `json:"description,omitempty"`
+	Tags          []string        `json:"tags,omitempty"`
+	Capabilities  []string        `json:"capabilities,omitempty"`
+	Version       string          `json:"version,omitempty"`
+	UpdatedAt     string          `json:"updatedAt,omitempty"`
+	Publisher     json.RawMessage `json:"publisher,omitempty"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	TrustManifest json.RawMessage `json:"trustManifest,omitempty"`
+}
+
+// checkUpstreamItem decodes one upstream result (member names unescaped, a
+// repeated member read once) into the entry we pass on, and checks it
+// against the query's filter.
+func checkUpstreamItem(raw json.RawMessage, up upstream, filter index.Filter) (resultItem, bool) {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return resultItem{}, false
+	}
+	var e upstreamEntry
+	rawID, ok := rawString(m["identifier"])
+	if !ok {
+		return resultItem{}, false
+	}
+	id, _, msg := ingest.NormalizeIdentifier(rawID)
+	if msg != "" || len(id) > maxIdentifierLen {
+		return resultItem{}, false
+	}
+	e.Identifier = id
+	if e.DisplayName, ok = rawString(m["displayName"]); !ok || strings.TrimSpace(e.DisplayName) == "" {
+		return resultItem{}, false
+	}
+	t, ok := rawString(m["type"])
+	if !ok {
+		return resultItem{}, false
+	}
+	if e.Type, msg = ingest.NormalizeType(t); msg != "" {
+		return resultItem{}, false
+	}
+	if u, ok := rawString(m["url"]); ok {
+		if pu, err := url.Parse(u); err == nil && (pu.Scheme == "https" || pu.Scheme == "http") && pu.Host != "" {
+			e.URL = u
+		}
+	}
+	e.Data = canonicalJSON(m["data"], false)
+	if e.URL == "" && e.Data == nil {
+		return resultItem{}, false // ARD: an entry carries url or data
+	}
+	e.Description, _ = rawString(m["description"])
+	e.Version, _ = rawString(m["version"])
+	e.UpdatedAt, _ = rawString(m["updatedAt"])
+	e.Tags = rawStrings(m["tags"])
+	e.Capabilities = rawStrings(m["capabilities"])
+	e.Publisher = canonicalJSON(m["publisher"], true)
+	e.Metadata = canonicalJSON(m["metadata"], true)
+	e.TrustManifest = canonicalJSON(m["trustManifest"], true)
+	body, err := json.Marshal(e)
+	if err != nil || len(body) > maxUpstreamItem {
+		return resultItem{}, false
+	}
+	if len(filter) > 0 {
+		d, err := ingest.ToDoc(kv.Entry{ID: id, Body: body})
+		if err != nil || !filter.Matches(&d) {
+			return resultItem{}, false
+		}
+	}
+	// Keep the upstream's own 0-100 score (clamped, rounded): it is that
+	// registry's relevance, shown as such; fusion ignores it.
+	score := 0
+	var f float64
+	if json.Unmarshal(m["score"], &f) == nil && !math.IsNaN(f) {
+		score = clampScore(int(math.Round(math.Max(-1, math.Min(f, 101)))))
+	}
+	return resultItem{id: id, body: body, score: score, source: up.sourceJSON, visibility: visPublic, upstream: up.base}, true
+}
+
+// rawStrings decodes an array of strings; anything else is nothing.
+func rawStrings(raw json.RawMessage) []string {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil
+	}
+	var elems []json.RawMessage
+	if json.Unmarshal(raw, &elems) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(elems))
+	for _, e := range elems {
+		if s, ok := rawString(e); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// canonicalJSON re-encodes a nested value from its decoded form, so its
+// member names are plain and each appears once; nil for null or absent,
+// and for a non-object when object is set.
+func canonicalJSON(raw json.RawMessage, object bool) json.RawMessage {
+	if isNull(raw) || (object && raw[0] != '{') {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // maxReferrals bounds the referrals list.
@@ -314,6 +518,45 @@ func (s *Service) referrals(r *http.Request) ([][]byte, error) {
 	return out, nil
 }
 
+// referralID names an upstream by its base URL: urn:air:<host>:registry,
+// with a last segment from the port and path when the base has them, so
+// two registries on one host never share an identifier. A port or an IPv6
+// colon would split the URN, so they become dashes.
+func referralID(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "urn:air:invalid:registry"
+	}
+	publisher := strings.NewReplacer(":", "-", "[", "", "]", "").Replace(u.Hostname())
+	var parts []string
+	if u.Scheme == "http" {
+		parts = append(parts, "http") // http and https on one host are two registries
+	}
+	if p := u.Port(); p != "" {
+		parts = append(parts, p)
+	}
+	for _, seg := range strings.Split(strings.Trim(u.EscapedPath(), "/"), "/") {
+		if seg = urnSafe(seg); seg != "" {
+			parts = append(parts, seg)
+		}
+	}
+	if len(parts) == 0 {
+		return "urn:air:" + publisher + ":registry"
+	}
+	return "urn:air:" + publisher + ":registry:" + strings.Join(parts, "-")
+}
+
+// urnSafe keeps the characters an ARD URN name segment allows.
+func urnSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '-'
+	}, s)
+}
+
 // referralEntry is a configured upstream described as an ARD entry.
 type referralEntry struct {
 	Identifier  string `json:"identifier"`
@@ -325,15 +568,8 @@ type referralEntry struct {
 }
 
 func upstreamReferral(up upstream, self string) referralEntry {
-	host := up.host
-	if u, err := url.Parse(up.base); err == nil {
-		host = u.Hostname()
-	}
-	// URN publishers are host names; a port or IPv6 colon would split the
-	// URN, so they become dashes.
-	publisher := strings.NewReplacer(":", "-", "[", "", "]", "").Replace(host)
 	return referralEntry{
-		Identifier:  "urn:air:" + publisher + ":registry",
+		Identifier:  referralID(up.base),
 		DisplayName: up.host,
 		Type:        registryType,
 		URL:         up.base,
@@ -427,7 +663,7 @@ func (s *Service) discoveredUpstreams(ctx context.Context) []upstream {
 		}
 		known[base] = true
 		src, _ := json.Marshal(base)
-		out = append(out, upstream{base: base, host: u.Host, sourceJSON: src, client: s.fetcher.HTTPClient(), discovered: true})
+		out = append(out, upstream{base: base, host: u.Host, sourceJSON: src, client: s.fetcher.HTTPClient(), kind: kindDiscovered})
 	}
 	c.valid, c.seq, c.list = true, seq, out
 	return out

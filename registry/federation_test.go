@@ -62,14 +62,14 @@ func TestFederationAuto(t *testing.T) {
 		`{"identifier":"urn:air:weather.test:forecast","displayName":"IMPOSTOR","type":"application/mcp-server-card+json","url":"https://evil.test","score":99}`,
 		`{"displayName":"no identifier, dropped"}`,
 		`"not an object, dropped"`,
-		`{"identifier":"urn:air:far.test:weather","displayName":"listed twice","score":1}`,
+		`{"identifier":"urn:air:far.test:weather","displayName":"listed twice","type":"application/mcp-server-card+json","url":"https://x.test/card.json","score":1}`,
 	), 0)
 	// a second good upstream that agrees with the first on far.test
 	second := newFakeUpstream(t, http.StatusOK, upstreamResults(
-		`{"identifier":"urn:air:far.test:weather","displayName":"Far Weather (second copy)","score":50}`,
-		`{"identifier":"urn:air:other.test:x","displayName":"Other","score":150}`,
+		`{"identifier":"urn:air:far.test:weather","displayName":"Far Weather (second copy)","type":"application/mcp-server-card+json","url":"https://x.test/card.json","score":50}`,
+		`{"identifier":"urn:air:other.test:x","displayName":"Other","type":"application/mcp-server-card+json","url":"https://x.test/card.json","score":150}`,
 	), 0)
-	slow := newFakeUpstream(t, http.StatusOK, upstreamResults(`{"identifier":"urn:air:slow.test:x","score":100}`), 10*time.Second)
+	slow := newFakeUpstream(t, http.StatusOK, upstreamResults(`{"identifier":"urn:air:slow.test:x","displayName":"X","type":"application/mcp-server-card+json","url":"https://x.test/card.json","score":100}`), 10*time.Second)
 	failing := newFakeUpstream(t, http.StatusInternalServerError, `{"error":"boom"}`, 0)
 	malformed := newFakeUpstream(t, http.StatusOK, `{"results": "nope"`, 0)
 	noResults := newFakeUpstream(t, http.StatusOK, `{"items":[]}`, 0)
@@ -171,7 +171,7 @@ func countOf(list []string, s string) int {
 }
 
 func TestFederationNoneAndNoUpstreams(t *testing.T) {
-	up := newFakeUpstream(t, http.StatusOK, upstreamResults(`{"identifier":"urn:air:far.test:weather","score":90}`), 0)
+	up := newFakeUpstream(t, http.StatusOK, upstreamResults(`{"identifier":"urn:air:far.test:weather","displayName":"X","type":"application/mcp-server-card+json","url":"https://x.test/card.json","score":90}`), 0)
 	f := newTestServer(t, registry.Config{Upstreams: []string{up.URL}}, nil)
 	resp := f.search(t, `{"query":{"text":"weather"},"federation":"none"}`)
 	if up.calls.Load() != 0 || slices.Contains(ids(resp.Results), "urn:air:far.test:weather") {
@@ -190,7 +190,7 @@ func TestFederationNoneAndNoUpstreams(t *testing.T) {
 func TestFederationPagination(t *testing.T) {
 	var items []string
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		items = append(items, `{"identifier":"urn:air:far.test:`+id+`","displayName":"`+id+`","score":50}`)
+		items = append(items, `{"identifier":"urn:air:far.test:`+id+`","displayName":"`+id+`","type":"application/mcp-server-card+json","url":"https://x.test/card.json","score":50}`)
 	}
 	up := newFakeUpstream(t, http.StatusOK, upstreamResults(items...), 0)
 	f := newTestServer(t, registry.Config{Upstreams: []string{up.URL}}, nil)

@@ -190,10 +190,18 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 		s.writeError(w, r, err)
 		return
 	}
+	// An auto search asks the upstreams whose circuit is closed; the others
+	// are reported as skipped. With none to ask it is a local search (cached
+	// like one) that still carries the report.
 	mode := req.Federation
-	if mode == fedAuto && len(s.federationTargets(r.Context())) == 0 {
-		mode = fedNone // nothing to fan out to: answer as none
+	var (
+		asked   []upstream
+		reports []upstreamReport
+	)
+	if mode == fedAuto {
+		asked, reports = s.admitUpstreams(r.Context())
 	}
+	local := mode == fedNone || mode == fedAuto && len(asked) == 0
 
 	// A local search's response is a function of the request and the
 	// index state: a repeated one is answered from the response cache.
@@ -202,13 +210,13 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 		gen      uint64
 		quiet    bool
 	)
-	if mode == fedNone {
+	if local {
 		if key := responseKey(req); len(key) <= maxResponseKeyBytes {
 			cacheKey = key
 			if gen, quiet = s.ix.Generation(); quiet {
 				if c, ok := s.responses.Get(gen, key); ok {
 					s.recordSearch(req, c.results, nil)
-					writeResponse(w, c.body)
+					s.writeSearch(w, c.body, mode, reports)
 					return
 				}
 			}
@@ -221,8 +229,10 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 		outcomes  []kv.UpstreamOutcome
 		referrals [][]byte
 	)
-	if mode == fedAuto {
-		items, next, outcomes, err = s.searchFederated(r, req)
+	if !local && mode == fedAuto {
+		var answered []upstreamReport
+		items, next, outcomes, answered, err = s.searchFederated(r, req, asked)
+		reports = append(answered, reports...)
 	} else {
 		items, next, err = s.searchLocal(r, req)
 	}
@@ -287,12 +297,33 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 			s.responses.Put(gen, cacheKey, cachedResponse{body: bytes.Clone(buf), results: results})
 		}
 	}
-	writeResponse(w, buf)
+	s.writeSearch(w, buf, mode, reports)
 	*bp = buf
 	if cap(buf) <= 1<<20 { // keep the pool from pinning huge pages
 		bufPool.Put(bp)
 	}
+}
 
+// writeSearch writes a search response body. An auto search's body also
+// carries "upstreams": what each upstream registry did for it (answered,
+// failed or skipped, and why), spliced in before the closing brace so the
+// cached body of a local answer stays one body for every report.
+func (s *Service) writeSearch(w http.ResponseWriter, body []byte, mode string, reports []upstreamReport) {
+	if mode != fedAuto {
+		writeResponse(w, body)
+		return
+	}
+	if reports == nil {
+		reports = []upstreamReport{}
+	}
+	rep, _ := json.Marshal(reports)
+	end := bytes.LastIndexByte(body, '}')
+	out := make([]byte, 0, len(body)+len(rep)+16)
+	out = append(out, body[:end]...)
+	out = append(out, `,"upstreams":`...)
+	out = append(out, rep...)
+	out = append(out, "}\n"...)
+	writeResponse(w, out)
 }
 
 // searchLocal answers from this index alone.

@@ -34,6 +34,12 @@ type Config struct {
 	// Upstreams are the base URLs of the registries a federation=auto
 	// search asks (each gets POST <base>/search).
 	Upstreams []string
+	// PublicRegistries are further registries federation=auto asks: the
+	// public ARD registries (DefaultPublicRegistries unless the operator
+	// says otherwise). Unlike Upstreams, each starts behind an open circuit
+	// breaker that a background trial closes, so a machine with no network
+	// answers its first auto search in local time too. nil asks none.
+	PublicRegistries []string
 	// FederationTimeout bounds the whole fan-out to upstreams; zero means
 	// 800 ms. A slower upstream is skipped.
 	FederationTimeout time.Duration
@@ -76,7 +82,8 @@ type Service struct {
 	log       *slog.Logger
 	problems  web.Problems
 	client    *http.Client
-	upstreams []upstream
+	upstreams []upstream // configured, then public registries
+	breakers  breakers
 	tokens    tokenSealer
 	demand    *demandWriter
 	responses *gencache.Cache[cachedResponse] // rendered local search responses
@@ -93,15 +100,15 @@ type Service struct {
 	discovered discoveredCache
 }
 
-// upstream is one configured upstream registry.
+// upstream is one registry federation=auto may ask.
 type upstream struct {
 	base       string // normalised base URL, no trailing slash
 	host       string // host[:port], for logs
 	sourceJSON []byte // base as a JSON string, the source of its results
-	// client is nil for configured upstreams (Service.client); discovered
-	// ones are called through the SSRF-safe Fetcher's client.
-	client     *http.Client
-	discovered bool
+	// client is nil for configured and public upstreams (Service.client);
+	// discovered ones are called through the SSRF-safe Fetcher's client.
+	client *http.Client
+	kind   string // kindConfigured, kindPublic or kindDiscovered
 }
 
 // New checks cfg and returns a Service reading entries from db and ranking
@@ -139,22 +146,34 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 	if s.client == nil {
 		s.client = defaultUpstreamClient()
 	}
+	s.breakers.init(cfg.Now)
 	seen := map[string]bool{}
-	for _, raw := range cfg.Upstreams {
-		base := strings.TrimRight(strings.TrimSpace(raw), "/")
-		u, err := url.Parse(base)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("registry: upstream %q must be an absolute http(s) base URL without query or fragment", raw)
+	for _, list := range []struct {
+		kind string
+		urls []string
+	}{{kindConfigured, cfg.Upstreams}, {kindPublic, cfg.PublicRegistries}} {
+		for _, raw := range list.urls {
+			base := strings.TrimRight(strings.TrimSpace(raw), "/")
+			u, err := url.Parse(base)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+				return nil, fmt.Errorf("registry: upstream %q must be an absolute http(s) base URL without query or fragment", raw)
+			}
+			if base == cfg.PublicURL {
+				if list.kind == kindPublic {
+					continue // this registry is one of the public ones
+				}
+				return nil, fmt.Errorf("registry: upstream %q is this registry itself", raw)
+			}
+			if seen[base] {
+				continue
+			}
+			seen[base] = true
+			src, _ := json.Marshal(base)
+			s.upstreams = append(s.upstreams, upstream{base: base, host: u.Host, sourceJSON: src, kind: list.kind})
+			if list.kind == kindPublic {
+				s.breakers.get(base).startOpen()
+			}
 		}
-		if base == cfg.PublicURL {
-			return nil, fmt.Errorf("registry: upstream %q is this registry itself", raw)
-		}
-		if seen[base] {
-			continue
-		}
-		seen[base] = true
-		src, _ := json.Marshal(base)
-		s.upstreams = append(s.upstreams, upstream{base: base, host: u.Host, sourceJSON: src})
 	}
 	doc, err := buildOpenAPI(cfg.PublicURL)
 	if err != nil {
@@ -190,7 +209,10 @@ func (s *Service) Flush(ctx context.Context) error { return s.demand.flush(ctx) 
 // Close stops the demand log writer after committing what it holds. The
 // handler must no longer be serving: searches answered after Close are not
 // recorded.
-func (s *Service) Close(ctx context.Context) error { return s.demand.close(ctx) }
+func (s *Service) Close(ctx context.Context) error {
+	s.breakers.close()
+	return s.demand.close(ctx)
+}
 
 // route is one method and path of the API.
 type route struct {
