@@ -46,8 +46,11 @@ func (s *Service) parseAgents(r *http.Request) (index.ListRequest, error) {
 	if tok := q.Get("pageToken"); tok != "" {
 		payload, err := s.tokens.open(tokenAgents, agentsScope(filter, orderBy), tok)
 		var after []string
-		if err != nil || json.Unmarshal(payload, &after) != nil || len(after) == 0 {
-			fe.add("pageToken", "is not a page token of this filter and orderBy; send the same filter and orderBy as the request that returned it")
+		if err == nil && (json.Unmarshal(payload, &after) != nil || len(after) == 0) {
+			err = errBadToken
+		}
+		if err != nil {
+			fe.add("pageToken", tokenMessage(err, "filter and orderBy"))
 		} else {
 			req.After = after
 		}

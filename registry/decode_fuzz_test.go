@@ -5,12 +5,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ardx-dev/ardx/web"
 )
 
 func fuzzService(t testing.TB) *Service {
-	return &Service{problems: web.Problems{BaseURL: "https://r.test"}, tokens: tokenSealer{key: []byte("k")}}
+	return &Service{problems: web.Problems{BaseURL: "https://r.test"}, tokens: tokenSealer{key: []byte("k"), now: time.Now}}
 }
 
 // checkProblem fails unless err is a 400 or 422 problem (never a 500).

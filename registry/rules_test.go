@@ -1,9 +1,11 @@
 package registry_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -342,5 +344,53 @@ func TestPublicNumbersCountPublicEntries(t *testing.T) {
 	}
 	if _, ok := stats.Entries.ByType["application/openapi-operation+json"]; ok {
 		t.Errorf("private entry's type shows in byType: %v", stats.Entries.ByType)
+	}
+}
+
+// TestPageTokensSurviveRestart: a token from one process is honoured by
+// the next on the same data, and one past its lifetime says it expired.
+func TestPageTokensSurviveRestart(t *testing.T) {
+	now := time.Now()
+	clock := func() time.Time { return now }
+	f := newTestServer(t, registry.Config{Now: clock}, nil)
+	first := f.search(t, `{"query":{"text":"weather"},"limit":2,"federation":"none"}`)
+	_, agentsBody := f.do(t, http.MethodGet, "/agents?pageSize=2", "")
+	var page struct{ NextPageToken string }
+	_ = json.Unmarshal(agentsBody, &page)
+	if first.PageToken == "" || page.NextPageToken == "" {
+		t.Fatalf("no page tokens: %+v %s", first, agentsBody)
+	}
+	// A second service on the same kv and index: a restart.
+	svc, err := registry.New(registry.Config{PublicURL: publicURL, Now: clock}, f.db, f.ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Close(context.Background()) })
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(srv.Close)
+	g := &fixture{db: f.db, ix: f.ix, svc: svc, srv: srv}
+	tests := []struct {
+		name       string
+		after      time.Duration
+		method     string
+		path, body string
+		wantStatus int
+		wantMsg    string
+	}{
+		{"search after restart", 0, http.MethodPost, "/search", `{"query":{"text":"weather"},"limit":2,"federation":"none","pageToken":"` + first.PageToken + `"}`, 200, ""},
+		{"agents after restart", 0, http.MethodGet, "/agents?pageSize=2&pageToken=" + page.NextPageToken, "", 200, ""},
+		{"search other query", 0, http.MethodPost, "/search", `{"query":{"text":"maps"},"limit":2,"federation":"none","pageToken":"` + first.PageToken + `"}`, 422, "is not a page token of this query"},
+		{"search expired", 25 * time.Hour, http.MethodPost, "/search", `{"query":{"text":"weather"},"limit":2,"federation":"none","pageToken":"` + first.PageToken + `"}`, 422, "has expired"},
+		{"agents expired", 25 * time.Hour, http.MethodGet, "/agents?pageSize=2&pageToken=" + page.NextPageToken, "", 422, "has expired"},
+	}
+	start := now
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			now = start.Add(tc.after)
+			status, body := g.do(t, tc.method, tc.path, tc.body)
+			if status != tc.wantStatus || !strings.Contains(string(body), tc.wantMsg) {
+				t.Fatalf("status %d: %s", status, body)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -92,8 +93,11 @@ func (s *Service) parseSearch(m map[string]json.RawMessage) (searchRequest, erro
 		} else if tok != "" {
 			payload, err := s.tokens.open(tokenSearch, req.scope, tok)
 			off, n := binary.Uvarint(payload)
-			if err != nil || n != len(payload) || off > maxSearchOffset {
-				fe.add("pageToken", "is not a page token of this query; send the same query, filter and federation as the request that returned it")
+			if err == nil && (n != len(payload) || off > maxSearchOffset) {
+				err = errBadToken
+			}
+			if err != nil {
+				fe.add("pageToken", tokenMessage(err, "query, filter and federation"))
 			} else {
 				req.Offset = int(off)
 			}
@@ -132,8 +136,12 @@ type cachedResponse struct {
 // responseKey identifies what a local search's response depends on besides
 // the index: the page-token scope (federation mode, text, filter) and the
 // page.
-func responseKey(req searchRequest) string {
-	b := make([]byte, 0, len(req.scope)+24)
+func responseKey(req searchRequest, now time.Time) string {
+	b := make([]byte, 0, len(req.scope)+40)
+	// The hour: a cached body's page token is at most an hour old when
+	// served, far inside its lifetime.
+	b = strconv.AppendInt(b, now.Unix()/3600, 10)
+	b = append(b, 0)
 	b = append(b, req.scope...)
 	b = append(b, 0)
 	b = strconv.AppendInt(b, int64(req.Offset), 10)
@@ -211,7 +219,7 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 		quiet    bool
 	)
 	if local {
-		if key := responseKey(req); len(key) <= maxResponseKeyBytes {
+		if key := responseKey(req, s.cfg.Now()); len(key) <= maxResponseKeyBytes {
 			cacheKey = key
 			if gen, quiet = s.ix.Generation(); quiet {
 				if c, ok := s.responses.Get(gen, key); ok {

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,9 +49,8 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// TokenKey authenticates page tokens. Empty means a random key per
-	// process, so tokens do not survive a restart (the ranking they point
-	// into may not either).
+	// TokenKey authenticates page tokens. Empty means the key kept in kv
+	// (made on first start), so tokens survive restarts.
 	TokenKey []byte
 	// Fetcher performs every outbound fetch of a publisher's domain (manifest
 	// build, doctor, audit) and every call to a registry discovered in the
@@ -131,8 +129,11 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 		cfg.Now = time.Now
 	}
 	if len(cfg.TokenKey) == 0 {
-		cfg.TokenKey = make([]byte, 32)
-		_, _ = rand.Read(cfg.TokenKey)
+		key, err := db.Secret("registry.page_token_key", 32)
+		if err != nil {
+			return nil, err
+		}
+		cfg.TokenKey = key
 	}
 	s := &Service{
 		cfg:      cfg,
@@ -141,7 +142,7 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 		log:      cfg.Logger.With("component", "registry"),
 		problems: web.Problems{BaseURL: cfg.PublicURL, Logger: cfg.Logger, ARD: true},
 		client:   cfg.HTTPClient,
-		tokens:   tokenSealer{key: cfg.TokenKey},
+		tokens:   tokenSealer{key: cfg.TokenKey, now: cfg.Now},
 	}
 	if s.client == nil {
 		s.client = defaultUpstreamClient()
