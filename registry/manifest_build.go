@@ -248,7 +248,9 @@ func (s *Service) nothingToBuild(domain string, srcs []string, reports []sourceR
 		detail = "none of the sources is an MCP server, API description or llms.txt this registry can read"
 	}
 	if unreachable && len(reports) > 0 {
-		detail = domain + " could not be fetched: " + reports[0].Error
+		// Name the URL that failed, not the domain asked about: a build
+		// fetches several hosts' URLs.
+		detail = reports[0].URL + " could not be fetched: " + reports[0].Error
 	}
 	if len(fe) == 0 {
 		fe.add("domain", detail)

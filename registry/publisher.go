@@ -128,15 +128,37 @@ func describeFetchError(err error) (code, msg string) {
 	case errors.Is(err, web.ErrForbiddenAddress):
 		return codeAddressForbidden, "the host resolves to an address this registry never fetches (loopback, private, link-local or reserved): " + err.Error()
 	case errors.As(err, &dnsErr):
-		return codeHostUnknown, "the host name does not resolve: " + dnsErr.Error()
+		// Never dnsErr.Error(): it names this machine's resolver.
+		why := "no such host"
+		switch {
+		case dnsErr.IsTimeout:
+			why = "the lookup timed out"
+		case !dnsErr.IsNotFound:
+			why = "the lookup failed"
+		}
+		return codeHostUnknown, "the host name " + dnsErr.Name + " does not resolve: " + why
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		return codeFetchTimeout, "the host did not answer in time: " + err.Error()
+		return codeFetchTimeout, "the host did not answer in time"
 	case errors.Is(err, web.ErrTooLarge):
 		return codeFetchTooLarge, "the response is larger than this registry reads: " + err.Error()
 	case errors.Is(err, web.ErrTooManyRedirects):
 		return codeFetchRedirects, err.Error()
 	case errors.Is(err, web.ErrBadURL):
 		return codeFetchBadURL, err.Error()
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		// Op and the remote address only: Error() also names our own
+		// (local) address.
+		msg := opErr.Op
+		if opErr.Addr != nil {
+			msg += " " + opErr.Addr.String()
+		}
+		inner := opErr.Err
+		for errors.Unwrap(inner) != nil {
+			inner = errors.Unwrap(inner)
+		}
+		return codeFetchFailed, "the fetch failed: " + msg + ": " + inner.Error()
 	}
 	return codeFetchFailed, "the fetch failed: " + err.Error()
 }

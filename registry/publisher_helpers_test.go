@@ -188,7 +188,7 @@ func newFetcher(resolve map[string]string) *web.Fetcher {
 			if host == "private.test" {
 				return []netip.Addr{netip.MustParseAddr("10.1.2.3")}, nil
 			}
-			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+			return nil, &net.DNSError{Err: "no such host", Name: host, Server: "10.255.255.53:53", IsNotFound: true}
 		},
 	})
 }

@@ -394,3 +394,18 @@ func TestPageTokensSurviveRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchErrorsNameTheURL: a failed fetch names the URL that failed and
+// never this machine's resolver or its own addresses.
+func TestFetchErrorsNameTheURL(t *testing.T) {
+	f := newPublisherServer(t, registry.Config{}, nil)
+	for _, route := range []string{"/manifest/build", "/doctor"} {
+		status, body := f.do(t, http.MethodPost, route, `{"domain":"unknown.test"}`)
+		if route == "/manifest/build" && (status != 422 || !strings.Contains(decodeProblem(t, body).Detail, "https://unknown.test/")) {
+			t.Errorf("%s: %d %s", route, status, body)
+		}
+		if strings.Contains(string(body), "10.255.255.53") || strings.Contains(string(body), ":53") {
+			t.Errorf("%s leaks the resolver address: %s", route, body)
+		}
+	}
+}
