@@ -203,6 +203,9 @@ func ingestDefaultCorpus(ctx context.Context, s *registryStores, logger *slog.Lo
 	return nil
 }
 
+// inboxInterval is how often a running server looks into its inbox.
+const inboxInterval = 2 * time.Second
+
 // runningRegistry is a started registry listener.
 type runningRegistry struct {
 	stores      *registryStores
@@ -262,7 +265,16 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		return nil, err
 	}
 	stopRecrawl := stores.ingester.StartRecrawl(ctx, rc.crawlInterval)
-	return &runningRegistry{stores: stores, svc: svc, srv: srv, stopRecrawl: stopRecrawl}, nil
+	stopInbox, err := stores.ingester.WatchInbox(ctx, ingest.InboxDir(c.global.dataDir), inboxInterval)
+	if err != nil {
+		stopRecrawl()
+		_ = srv.Close(ctx)
+		svc.Close(ctx)
+		stores.close()
+		return nil, fmt.Errorf("inbox: %w", err)
+	}
+	stop := func() { stopInbox(); stopRecrawl() }
+	return &runningRegistry{stores: stores, svc: svc, srv: srv, stopRecrawl: stop}, nil
 }
 
 func (c *cli) registryCmd() *cobra.Command {
@@ -293,7 +305,9 @@ func (c *cli) ingestCmd() *cobra.Command {
 directories (every *.json inside), http(s) URLs, and bare domains (which mean
 https://DOMAIN/.well-known/ard.json, falling back to /.well-known/ai-catalog.json).
 Re-ingesting a source replaces what came from it. Invalid entries are reported
-and skipped; the command exits non-zero if any entry was rejected.`,
+and skipped; the command exits non-zero if any entry was rejected or any
+source could not be read. While a server holds the data dir, rename
+manifest files into <data>/inbox instead: the server ingests them.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger, err := c.logger()
@@ -301,6 +315,10 @@ and skipped; the command exits non-zero if any entry was rejected.`,
 				return err
 			}
 			stores, err := c.openRegistryStores(cmd.Context(), logger, false)
+			if errors.Is(err, kv.ErrLocked) {
+				return fmt.Errorf("%w; to ingest into the running server, rename manifest files into %s (it ingests them within seconds and moves each to done/ or failed/ with a report), or stop it first",
+					err, ingest.InboxDir(c.global.dataDir))
+			}
 			if err != nil {
 				return err
 			}
@@ -312,8 +330,17 @@ and skipped; the command exits non-zero if any entry was rejected.`,
 			if err != nil {
 				return err
 			}
-			if n := rep.Rejected(); n > 0 {
-				return fmt.Errorf("%d entries rejected", n)
+			// Any source that could not be read (missing, not JSON, an HTTP
+			// error, refused by the fetch guard) fails the command, as a
+			// rejected entry does: a script must not mistake it for success.
+			failed, rejected := len(rep.Errors()), rep.Rejected()
+			switch {
+			case failed > 0 && rejected > 0:
+				return fmt.Errorf("%d source(s) failed and %d entries rejected", failed, rejected)
+			case failed > 0:
+				return fmt.Errorf("%d source(s) failed", failed)
+			case rejected > 0:
+				return fmt.Errorf("%d entries rejected", rejected)
 			}
 			return nil
 		},
@@ -334,6 +361,9 @@ func (c *cli) reindexCmd() *cobra.Command {
 			// entries are gone from kv.
 			start := time.Now()
 			stores, err := c.openRegistryStores(cmd.Context(), logger, true)
+			if errors.Is(err, kv.ErrLocked) {
+				return fmt.Errorf("%w; stop it before reindexing", err)
+			}
 			if err != nil {
 				return err
 			}

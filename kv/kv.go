@@ -16,6 +16,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrNotFound is returned when a record does not exist.
@@ -35,6 +36,10 @@ type DB struct {
 	path   string
 	writes groupCommit // settlement writes share fsyncs
 }
+
+// ErrLocked is Open's error when another process holds the store's file
+// lock: only one process may open a data dir.
+var ErrLocked = errors.New("another ardx process (a running server?) holds the data dir")
 
 // Options tune Open.
 type Options struct {
@@ -57,6 +62,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	// repeatedly while a first large ingest grows it; it reserves address
 	// space, not memory.
 	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, InitialMmapSize: 64 << 20})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kv: open %s: %w", path, err)
 	}
