@@ -119,7 +119,7 @@ func (b *breaker) failure(now time.Time, why string) {
 	}
 	b.open, b.trying = true, false
 	b.until = now.Add(b.backoff)
-	b.reason = "failed recently (" + why + "); skipped until a background check succeeds"
+	b.reason = "failed recently (" + why + "); skipped until a background check reaches it"
 }
 
 // DefaultPublicRegistries are the public ARD registries federation=auto

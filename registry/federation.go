@@ -95,7 +95,7 @@ func (s *Service) startTrial(up upstream) {
 		b := bs.get(up.base)
 		if res.err != nil {
 			s.log.Info("upstream registry still unreachable", "upstream", up.host, "err", res.err)
-			b.failure(s.cfg.Now(), res.outcome)
+			b.failure(s.cfg.Now(), upstreamFailure(res))
 			return
 		}
 		s.log.Info("upstream registry reachable", "upstream", up.host)
@@ -136,10 +136,10 @@ func (s *Service) searchFederated(r *http.Request, req searchRequest, ups []upst
 		reports[i] = upstreamReport{Source: up.base, Kind: up.kind, Outcome: res.outcome, Results: len(res.items), Dropped: res.dropped}
 		if res.err != nil {
 			// A caller that hung up says nothing about the upstream.
-			if r.Context().Err() == nil {
-				s.breakers.get(up.base).failure(now, res.outcome)
-			}
 			reports[i].Detail = upstreamFailure(res)
+			if r.Context().Err() == nil {
+				s.breakers.get(up.base).failure(now, reports[i].Detail)
+			}
 			s.log.Warn("upstream registry skipped", "upstream", up.host, "outcome", res.outcome, "err", res.err)
 		} else {
 			s.breakers.get(up.base).success()
