@@ -260,10 +260,17 @@ func TestParameterRules(t *testing.T) {
 		{"stats unknown", "/stats?day=7", 422, "day"},
 		{"health unknown", "/health?verbose=1", 422, "verbose"},
 		{"openapi unknown", "/openapi.json?v=2", 422, "v"},
+		{"POST search with a parameter", "POST /search?limit=5", 422, "limit"},
+		{"POST explore with a parameter", "POST /explore?x=", 422, "x"},
+		{"POST search without", "POST /search", 200, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			status, body := f.do(t, http.MethodGet, tc.path, "")
+			method, path, req := http.MethodGet, tc.path, ""
+			if p, ok := strings.CutPrefix(tc.path, "POST "); ok {
+				method, path, req = http.MethodPost, p, `{"query":{"text":"weather"}}`
+			}
+			status, body := f.do(t, method, path, req)
 			if status != tc.wantStatus {
 				t.Fatalf("status %d, want %d: %s", status, tc.wantStatus, body)
 			}

@@ -247,9 +247,13 @@ func (s *Service) routeTable() []route {
 func (s *Service) routes() http.Handler {
 	r := httprouter.New()
 	for _, rt := range s.routeTable() {
-		r.Handle(rt.method, rt.path, rt.handle)
+		handle := rt.handle
+		if rt.method != http.MethodGet {
+			handle = s.bodyOnly(handle)
+		}
+		r.Handle(rt.method, rt.path, handle)
 		if rt.method == http.MethodGet {
-			r.Handle(http.MethodHead, rt.path, rt.handle)
+			r.Handle(http.MethodHead, rt.path, handle)
 		}
 	}
 	r.NotFound = s.problems.NotFound()
@@ -264,6 +268,17 @@ func (s *Service) routes() http.Handler {
 		withCORS,
 		web.WithBodyLimit(maxBodyBytes),
 	)
+}
+
+// bodyOnly refuses query parameters on a route whose input is its body:
+// the one parameter rule (unknown parameters are 422, never ignored) holds
+// for every route.
+func (s *Service) bodyOnly(h httprouter.Handle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if s.noParams(w, r) {
+			h(w, r, ps)
+		}
+	}
 }
 
 // withCORS lets any origin read the registry's answers. Nothing rides on

@@ -56,3 +56,22 @@ func FuzzUpstreamResults(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkUpstreamResults measures checking a full upstream page (100
+// results) against a type filter: the cost federation adds per upstream.
+func BenchmarkUpstreamResults(b *testing.B) {
+	var items []string
+	for i := range 100 {
+		items = append(items, `{"identifier":"urn:air:up.test:tool-`+strings.Repeat("x", i%7)+string(rune('a'+i%26))+`","displayName":"Tool","type":"application/mcp-server-card+json","url":"https://up.test/card.json","description":"A tool that forecasts the weather for any city, hourly and daily.","tags":["weather","forecast"],"capabilities":["get_forecast"],"metadata":{"region":"eu"},"score":`+strings.Repeat("9", 1+i%2)+`}`)
+	}
+	raw := []byte(`{"results":[` + strings.Join(items, ",") + `]}`)
+	up := upstream{base: "https://up.test", sourceJSON: []byte(`"https://up.test"`)}
+	filter := index.Filter{"type": {"application/mcp-server-card+json"}}
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := parseUpstreamResults(raw, up, 100, filter); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
