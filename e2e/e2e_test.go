@@ -60,7 +60,8 @@ func startArdx(t *testing.T, want []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{urls: map[string]string{}, ready: make(chan struct{}), want: want}
 	p.cmd = exec.Command(binary(t), append(args, "--log-format", "json")...)
-	p.cmd.Env = append(os.Environ(), "ARDX_LOG_LEVEL=info")
+	// Tests reach loopback only: no built-in public registry is asked.
+	p.cmd.Env = append(os.Environ(), "ARDX_LOG_LEVEL=info", "ARDX_PUBLIC_REGISTRIES=none")
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
