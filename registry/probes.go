@@ -236,7 +236,7 @@ func endpointOf(e kv.Entry) (ep endpoint, server string, ok bool) {
 // probeGroup is one endpoint and the entries that share it.
 type probeGroup struct {
 	ep      endpoint
-	ids     []string        // sorted; ids[0] names the endpoint in events
+	ids     []string          // sorted; ids[0] names the endpoint in events
 	toolIDs map[string]string // MCP: tool name -> tool entry identifier
 }
 

@@ -150,11 +150,11 @@ type surveyCache struct {
 
 // kindStats aggregates the endpoints of one kind (or all).
 type kindStats struct {
-	Endpoints int   `json:"endpoints"`
-	Probed    int   `json:"probed"`
-	Up        int   `json:"up"`
-	Down      int   `json:"down"`
-	Unknown   int   `json:"unknown"`
+	Endpoints int `json:"endpoints"`
+	Probed    int `json:"probed"`
+	Up        int `json:"up"`
+	Down      int `json:"down"`
+	Unknown   int `json:"unknown"`
 	// Healthy counts endpoints whose last probe was ok within 5 s (and,
 	// for an MCP server, listed at least one tool).
 	Healthy int `json:"healthy"`

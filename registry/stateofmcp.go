@@ -63,10 +63,10 @@ func (s *Service) stateOfMCP() (stateOfMCP, error) {
 	}
 	out := stateOfMCP{
 		GeneratedAt: sv.at, MinProbes: probe.MinProbes,
-		Window:      stateWindow{Days: sv.window},
-		Answered:    "share of probes that ended ok or auth_required",
-		Healthy:     "last probe ok in under 5 s, and for an MCP server a non-empty tools/list",
-		All:         sv.all, ByKind: sv.byKind, ByTransport: sv.byTransport, Days: sv.dayRates(),
+		Window:   stateWindow{Days: sv.window},
+		Answered: "share of probes that ended ok or auth_required",
+		Healthy:  "last probe ok in under 5 s, and for an MCP server a non-empty tools/list",
+		All:      sv.all, ByKind: sv.byKind, ByTransport: sv.byTransport, Days: sv.dayRates(),
 		Probing:     stateProbing{IntervalSeconds: int(s.cfg.Probe.Interval / time.Second), DownAfter: s.cfg.Probe.DownAfter, Methods: probeMethod},
 		Limitations: stateLimitations,
 	}
