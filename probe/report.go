@@ -88,7 +88,7 @@ type DaySummary struct {
 
 // Summary is what the probes of one target showed over the window.
 type Summary struct {
-	Target string `json:"target"`
+	Target string `json:"-"`
 	Rate
 	WindowDays int              `json:"windowDays"`
 	Outcomes   map[string]int64 `json:"outcomes"`

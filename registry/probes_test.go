@@ -283,6 +283,7 @@ func TestProbesFeedReliabilityAndState(t *testing.T) {
 			Probed       int            `json:"probed"`
 			Up           int            `json:"up"`
 			Down         int            `json:"down"`
+			Blocked      int            `json:"blocked"`
 			Unknown      int            `json:"unknown"`
 			LastOutcomes map[string]int `json:"lastOutcomes"`
 			Probes       int64          `json:"probes"`
@@ -303,7 +304,7 @@ func TestProbesFeedReliabilityAndState(t *testing.T) {
 		for _, n := range ks.LastOutcomes {
 			sum += n
 		}
-		if sum != ks.Probed || ks.Up+ks.Down+ks.Unknown != ks.Endpoints || ks.Probes != int64(11*ks.Endpoints) {
+		if sum != ks.Probed || ks.Up+ks.Down+ks.Blocked+ks.Unknown != ks.Endpoints || ks.Probes != int64(11*ks.Endpoints) {
 			t.Errorf("%s: counts do not add up: %+v", kind, ks)
 		}
 		total += ks.Endpoints
@@ -314,7 +315,7 @@ func TestProbesFeedReliabilityAndState(t *testing.T) {
 	if all := int(st.All["endpoints"].(float64)); all != total || total != 7 || transports != total || len(st.Limitations) == 0 {
 		t.Errorf("all %v, kinds sum %d, transports sum %d, want 7 each, with limitations", st.All["endpoints"], total, transports)
 	}
-	if st.ByKind["url"].LastOutcomes["blocked"] != 2 || st.ByKind["url"].LastOutcomes["timeout"] != 1 || st.ByKind["mcp"].LastOutcomes["auth_required"] != 1 {
+	if st.ByKind["url"].LastOutcomes["blocked"] != 2 || st.ByKind["url"].LastOutcomes["timeout"] != 1 || st.ByKind["mcp"].LastOutcomes["auth_required"] != 1 || st.ByKind["url"].Blocked != 2 || st.ByKind["url"].Down != 1 {
 		t.Errorf("url/mcp outcomes: %+v %+v", st.ByKind["url"].LastOutcomes, st.ByKind["mcp"].LastOutcomes)
 	}
 

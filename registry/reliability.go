@@ -154,7 +154,10 @@ type kindStats struct {
 	Probed    int `json:"probed"`
 	Up        int `json:"up"`
 	Down      int `json:"down"`
-	Unknown   int `json:"unknown"`
+	// Blocked endpoints resolve to addresses the SSRF guard refuses: never
+	// dialled, so neither up nor down.
+	Blocked int `json:"blocked"`
+	Unknown int `json:"unknown"`
 	// Healthy counts endpoints whose last probe was ok within 5 s (and,
 	// for an MCP server, listed at least one tool).
 	Healthy int `json:"healthy"`
@@ -195,10 +198,12 @@ func (ks *kindStats) add(sum probe.Summary) {
 	if l := sum.Last; l.Class == string(probe.ClassOK) && l.LatencyMs < 5000 && (l.Group != probeKindMCP || l.Tools != nil && *l.Tools > 0) {
 		ks.Healthy++
 	}
-	switch sum.Last.State {
-	case probe.StateUp:
+	switch {
+	case sum.Last.Class == string(probe.ClassBlocked):
+		ks.Blocked++
+	case sum.Last.State == probe.StateUp:
 		ks.Up++
-	case probe.StateDown:
+	case sum.Last.State == probe.StateDown:
 		ks.Down++
 	default:
 		ks.Unknown++
