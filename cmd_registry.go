@@ -45,13 +45,13 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.BoolVar(&rc.noDefaultCorpus, "no-default-corpus", false, "do not ingest the embedded default corpus into an empty data dir")
 	f.DurationVar(&rc.crawlInterval, "crawl-interval", 0, "re-crawl known publishers in the background this often (0 = off)")
 	f.DurationVar(&rc.demandRetention, "demand-retention", 90*24*time.Hour, "how long the demand log keeps each search record (daily counts are kept)")
-	f.DurationVar(&rc.probe.Interval, "probe-interval", 10*time.Minute, "probe each indexed endpoint this often (0 = no probing)")
-	f.Float64Var(&rc.probe.Jitter, "probe-jitter", 0.1, "spread each next probe over ± this share of the interval (0 to 1)")
-	f.DurationVar(&rc.probe.Timeout, "probe-timeout", 10*time.Second, "bound on one probe")
-	f.IntVar(&rc.probe.HostConcurrency, "probe-host-concurrency", 1, "probes of one host at once")
-	f.DurationVar(&rc.probe.HostGap, "probe-host-gap", 2*time.Second, "least time between two probes of one host")
-	f.IntVar(&rc.probe.Budget, "probe-budget", 600, "probes started per minute across all hosts")
-	f.IntVar(&rc.probe.DownAfter, "probe-down-after", 3, "consecutive failed probes before an endpoint is reported down")
+	f.DurationVar(&rc.probe.Interval, "endpoint-probe-interval", 10*time.Minute, "probe each indexed endpoint this often (0 = no probing)")
+	f.Float64Var(&rc.probe.Jitter, "endpoint-probe-jitter", 0.1, "spread each next probe over ± this share of the interval (0 to 1)")
+	f.DurationVar(&rc.probe.Timeout, "endpoint-probe-timeout", 10*time.Second, "bound on one probe")
+	f.IntVar(&rc.probe.HostConcurrency, "endpoint-probe-host-concurrency", 1, "probes of one host at once")
+	f.DurationVar(&rc.probe.HostGap, "endpoint-probe-host-gap", 2*time.Second, "least time between two probes of one host")
+	f.IntVar(&rc.probe.Budget, "endpoint-probe-budget", 600, "probes started per minute across all hosts")
+	f.IntVar(&rc.probe.DownAfter, "endpoint-probe-down-after", 3, "consecutive failed probes before an endpoint is reported down")
 }
 
 func (rc *registryConfig) validate() error {
@@ -71,15 +71,15 @@ func (rc *registryConfig) validate() error {
 	}
 	switch p := rc.probe; {
 	case p.Interval < 0:
-		return fmt.Errorf("--probe-interval must not be negative")
+		return fmt.Errorf("--endpoint-probe-interval must not be negative")
 	case p.Jitter < 0 || p.Jitter > 1:
-		return fmt.Errorf("--probe-jitter must be between 0 and 1")
+		return fmt.Errorf("--endpoint-probe-jitter must be between 0 and 1")
 	case p.Timeout <= 0:
-		return fmt.Errorf("--probe-timeout must be positive")
+		return fmt.Errorf("--endpoint-probe-timeout must be positive")
 	case p.HostConcurrency < 1 || p.Budget < 1 || p.DownAfter < 1:
-		return fmt.Errorf("--probe-host-concurrency, --probe-budget and --probe-down-after must be at least 1")
+		return fmt.Errorf("--endpoint-probe-host-concurrency, --endpoint-probe-budget and --endpoint-probe-down-after must be at least 1")
 	case p.HostGap < 0:
-		return fmt.Errorf("--probe-host-gap must not be negative")
+		return fmt.Errorf("--endpoint-probe-host-gap must not be negative")
 	}
 	return nil
 }
