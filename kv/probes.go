@@ -119,7 +119,8 @@ func (db *DB) UpdateProbe(target string, at time.Time, next func(prev ProbeResul
 		prev, events = ProbeResult{}, nil
 		b := tx.Bucket(bucketProbes)
 		dayKey := probeDayKey(target, at)
-		var day ProbeDay
+		y, m, d := at.UTC().Date()
+		day := ProbeDay{Day: time.Date(y, m, d, 0, 0, 0, 0, time.UTC)}
 		if raw := b.Get(dayKey); raw != nil {
 			if err := json.Unmarshal(raw, &day); err != nil {
 				return fmt.Errorf("probe counts %q: %w", dayKey, err)
