@@ -14,6 +14,7 @@
 package probe
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -240,6 +241,24 @@ type slot struct {
 	due     time.Time
 	running bool
 	gone    bool // dropped from the targets while running
+	index   int  // in the due heap, while not running
+}
+
+// dueHeap orders the slots that are not running by due time, so a round of
+// dispatching looks at the due ones only, however many targets there are.
+type dueHeap []*slot
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].index = i; h[j].index = j }
+func (h *dueHeap) Push(x any)        { sl := x.(*slot); sl.index = len(*h); *h = append(*h, sl) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	sl := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	sl.index = -1
+	return sl
 }
 
 // host is the politeness state of one host.
@@ -254,6 +273,7 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	var (
 		slots    = map[string]*slot{}
+		queue    = &dueHeap{}
 		hosts    = map[string]*host{}
 		finished = make(chan *slot)
 		inflight int
@@ -261,6 +281,7 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 		refresh  time.Time
 		pruned   time.Time
 		budget   *rate.Limiter
+		deferred []*slot
 	)
 	defer wg.Wait()
 	if s.opts.Budget > 0 {
@@ -272,7 +293,7 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 	for {
 		now := time.Now()
 		if !now.Before(refresh) {
-			s.refresh(now, slots)
+			s.refresh(now, slots, queue)
 			refresh = now.Add(s.opts.Refresh)
 		}
 		// Day counts older than the window serve nothing; dropping them
@@ -283,21 +304,12 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 			}
 			pruned = at
 		}
-		due := make([]*slot, 0)
 		wake := refresh
-		for _, sl := range slots {
-			if sl.running {
-				continue
-			}
-			if !sl.due.After(now) {
-				due = append(due, sl)
-			} else if sl.due.Before(wake) {
-				wake = sl.due
-			}
-		}
-		slices.SortFunc(due, func(a, b *slot) int { return a.due.Compare(b.due) })
-		for _, sl := range due {
-			if inflight >= s.opts.MaxConcurrent {
+		deferred = deferred[:0]
+		for queue.Len() > 0 && inflight < s.opts.MaxConcurrent {
+			sl := (*queue)[0]
+			if sl.due.After(now) {
+				wake = minTime(wake, sl.due)
 				break
 			}
 			var h *host
@@ -306,11 +318,11 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 					h = &host{}
 					hosts[sl.t.Host] = h
 				}
-				if h.inflight >= s.opts.HostConcurrency {
-					continue // woken when one of its probes finishes
-				}
-				if h.next.After(now) {
-					wake = minTime(wake, h.next)
+				if h.inflight >= s.opts.HostConcurrency || h.next.After(now) {
+					if h.inflight < s.opts.HostConcurrency {
+						wake = minTime(wake, h.next)
+					} // else woken when one of its probes finishes
+					deferred = append(deferred, heap.Pop(queue).(*slot))
 					continue
 				}
 			}
@@ -322,6 +334,7 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 					break
 				}
 			}
+			heap.Pop(queue)
 			if h != nil {
 				h.inflight++
 				h.next = now.Add(s.opts.HostGap)
@@ -330,14 +343,18 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 			sl.running = true
 			sl.due = now.Add(s.nextInterval())
 			wg.Add(1)
+			t := sl.t // refresh may replace sl.t while the probe runs
 			go func() {
 				defer wg.Done()
-				s.probe(ctx, sl.t)
+				s.probe(ctx, t)
 				select {
 				case finished <- sl:
 				case <-ctx.Done():
 				}
 			}()
+		}
+		for _, sl := range deferred {
+			heap.Push(queue, sl)
 		}
 		timer.Reset(max(0, wake.Sub(now)))
 		select {
@@ -351,8 +368,12 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 					delete(hosts, sl.t.Host)
 				}
 			}
-			if sl.gone && slots[sl.t.Name] == sl {
-				delete(slots, sl.t.Name)
+			if sl.gone {
+				if slots[sl.t.Name] == sl {
+					delete(slots, sl.t.Name)
+				}
+			} else {
+				heap.Push(queue, sl)
 			}
 		case <-timer.C:
 		}
@@ -361,7 +382,7 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 
 // refresh reloads the targets (when they come from Options.Targets) and
 // brings the slots in line: new targets are scheduled, gone ones dropped.
-func (s *Scheduler) refresh(now time.Time, slots map[string]*slot) {
+func (s *Scheduler) refresh(now time.Time, slots map[string]*slot, queue *dueHeap) {
 	targets := s.Targets()
 	if s.opts.Targets != nil {
 		got, err := s.opts.Targets()
@@ -389,7 +410,9 @@ func (s *Scheduler) refresh(now time.Time, slots map[string]*slot) {
 		if s.opts.Spread {
 			due = now.Add(time.Duration(rand.Int64N(int64(s.opts.Interval))))
 		}
-		slots[t.Name] = &slot{t: t, due: due}
+		sl := &slot{t: t, due: due}
+		slots[t.Name] = sl
+		heap.Push(queue, sl)
 	}
 	for name, sl := range slots {
 		if keep[name] {
@@ -398,6 +421,7 @@ func (s *Scheduler) refresh(now time.Time, slots map[string]*slot) {
 		if sl.running {
 			sl.gone = true
 		} else {
+			heap.Remove(queue, sl.index)
 			delete(slots, name)
 		}
 	}

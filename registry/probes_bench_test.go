@@ -70,11 +70,11 @@ func BenchmarkSearchWhileProbing(b *testing.B) {
 			}
 			var before int64
 			if probing {
-				before = probeCount(b, c.db)
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				svc.StartProbes(ctx)
 				time.Sleep(3 * time.Second) // probing under way
+				before = probeCount(b, c.db)
 			}
 			start := time.Now()
 			measureSearchHTTP(b, c, svc, false)
