@@ -425,3 +425,27 @@ func TestFeedPagingAndFreeTier(t *testing.T) {
 		t.Errorf("unknown entry: %d, want 404", status)
 	}
 }
+
+// FuzzFeedAndReliabilityQuery: any query string gets 200, 401 (past the
+// free tier), 404 (unknown entry) or 422, never a 5xx.
+func FuzzFeedAndReliabilityQuery(f *testing.F) {
+	for _, s := range []string{"since=AQAAAAAAAAAB&limit=5", "since=2026-01-01T00:00:00Z", "kind=endpoint.up&publisher=a.test",
+		"limit=-1", "since=%ff", "entry=urn:air:weather.test:forecast", "entry=", "since=AQ&since=AQ"} {
+		f.Add(s)
+	}
+	fx := newTestServer(f, registry.Config{}, nil)
+	h := fx.svc.Handler()
+	f.Fuzz(func(t *testing.T, query string) {
+		for _, path := range []string{"/feed/changes", "/reliability"} {
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			req.URL.Path, req.URL.RawQuery = path, query
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			switch rec.Code {
+			case http.StatusOK, http.StatusUnauthorized, http.StatusNotFound, http.StatusUnprocessableEntity, http.StatusBadRequest:
+			default:
+				t.Fatalf("GET %s?%s: %d %s", path, query, rec.Code, rec.Body)
+			}
+		}
+	})
+}
