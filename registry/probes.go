@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ardx-dev/ardx/kv"
@@ -115,6 +116,7 @@ type prober struct {
 	// validators are the last ETag / Last-Modified per URL for conditional
 	// GETs; lost on restart, which costs one full GET.
 	validators sync.Map // url -> validator
+	running    atomic.Bool
 }
 
 type validator struct{ etag, lastModified string }
@@ -141,7 +143,10 @@ func (s *Service) newProber() error {
 }
 
 // StartProbes probes every indexed endpoint on the schedule until Close.
-func (s *Service) StartProbes(ctx context.Context) { s.prober.sched.Start(ctx) }
+func (s *Service) StartProbes(ctx context.Context) {
+	s.prober.running.Store(true)
+	s.prober.sched.Start(ctx)
+}
 
 // ProbeRound probes every indexed endpoint once, now, ignoring the
 // schedule's politeness (for `ardx probe --once` style runs and tests).

@@ -51,6 +51,9 @@ type stateWindow struct {
 }
 
 type stateProbing struct {
+	// Running is false when this process does not probe (probing turned
+	// off): the numbers are then what earlier runs recorded.
+	Running         bool              `json:"running"`
 	IntervalSeconds int               `json:"intervalSeconds"`
 	DownAfter       int               `json:"downAfter"`
 	Methods         map[string]string `json:"methods"`
@@ -67,7 +70,7 @@ func (s *Service) stateOfMCP() (stateOfMCP, error) {
 		Answered: "share of probes that ended ok or auth_required",
 		Healthy:  "last probe ok in under 5 s, and for an MCP server a non-empty tools/list",
 		All:      sv.all, ByKind: sv.byKind, ByTransport: sv.byTransport, Days: sv.dayRates(),
-		Probing:     stateProbing{IntervalSeconds: int(s.cfg.Probe.Interval / time.Second), DownAfter: s.cfg.Probe.DownAfter, Methods: probeMethod},
+		Probing:     stateProbing{Running: s.prober.running.Load(), IntervalSeconds: int(s.cfg.Probe.Interval / time.Second), DownAfter: s.cfg.Probe.DownAfter, Methods: probeMethod},
 		Limitations: stateLimitations,
 	}
 	if !sv.first.IsZero() {
