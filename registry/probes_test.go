@@ -82,7 +82,13 @@ func newProbeFixture(t *testing.T, allowLoopback bool) *probeFixture {
 			}
 			http.NotFound(w, r)
 		}),
-		"hang.probe.test": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }),
+		"hang.probe.test": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/slow.zip" {
+				http.NotFound(w, r) // the doctor's discovery need not wait
+				return
+			}
+			<-r.Context().Done()
+		}),
 		"auth.probe.test": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="https://auth.probe.test/.well-known/oauth-protected-resource"`)
 			http.Error(w, "token needed", http.StatusUnauthorized)
