@@ -49,7 +49,7 @@ func (s *Service) probeFindings(ctx context.Context, domain string) []finding {
 	window := s.cfg.Probe.Window
 	for _, name := range names {
 		ep, id := eps[name], idOf[name]
-		u := firstNonEmptyStr(ep.url, ep.cardURL)
+		u := firstOf(ep.url, ep.cardURL)
 		sum, err := probe.Summarize(s.db, name, window, s.cfg.Now())
 		if err != nil {
 			s.log.Warn("doctor: probe history", "target", name, "err", err)

@@ -160,16 +160,7 @@ type endpoint struct {
 	cardURL   string // MCP: the card to read the endpoint from when none is known
 }
 
-func (ep endpoint) name() string { return ep.kind + " " + firstNonEmptyStr(ep.url, ep.cardURL) }
-
-func firstNonEmptyStr(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
+func (ep endpoint) name() string { return ep.kind + " " + firstOf(ep.url, ep.cardURL) }
 
 // entryHead is what endpointOf reads of an entry body.
 type entryHead struct {
@@ -227,7 +218,7 @@ func endpointOf(e kv.Entry) (ep endpoint, server string, ok bool) {
 	default:
 		ep = endpoint{kind: probeKindURL, url: h.URL}
 	}
-	target := firstNonEmptyStr(ep.url, ep.cardURL)
+	target := firstOf(ep.url, ep.cardURL)
 	u, err := url.Parse(target)
 	if ep.kind == "" || target == "" || len(target) > maxProbeURL || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return endpoint{}, "", false
@@ -295,7 +286,7 @@ func (s *Service) probeTargets() ([]probe.Target, error) {
 	out := make([]probe.Target, 0, len(groups))
 	for name, g := range groups {
 		sort.Strings(g.ids)
-		u, _ := url.Parse(firstNonEmptyStr(g.ep.url, g.ep.cardURL))
+		u, _ := url.Parse(firstOf(g.ep.url, g.ep.cardURL))
 		out = append(out, probe.Target{
 			Name: name, Group: g.ep.kind, Path: g.ep.transport, Host: strings.ToLower(u.Hostname()),
 			Observe: s.observer(g.ep), Events: probeEvents(g),
@@ -484,7 +475,7 @@ func fetchObservation(err error) probe.Observation {
 // changed (a rug pull shows here between two crawls).
 func probeEvents(g *probeGroup) func(prev, cur kv.ProbeResult) []kv.Change {
 	id := g.ids[0]
-	epURL := firstNonEmptyStr(g.ep.url, g.ep.cardURL)
+	epURL := firstOf(g.ep.url, g.ep.cardURL)
 	return func(prev, cur kv.ProbeResult) []kv.Change {
 		var out []kv.Change
 		ev := func(kind, entry string, detail any) {

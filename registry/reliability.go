@@ -94,7 +94,7 @@ func (s *Service) handleReliability(w http.ResponseWriter, r *http.Request, _ ht
 func (s *Service) entryReliability(id string) (any, error) {
 	e, err := s.db.GetEntry(id)
 	if errors.Is(err, kv.ErrNotFound) || err == nil && e.Owner != "" {
-		return nil, s.problems.New(web.SlugNotFound, "no public entry "+strconvQuote(id)+" in this registry")
+		return nil, s.problems.New(web.SlugNotFound, "no public entry "+strconv.Quote(id)+" in this registry")
 	}
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func (s *Service) entryReliability(id string) (any, error) {
 
 func reliabilityOf(id, probedAs string, ep endpoint, sum probe.Summary) reliabilityEndpoint {
 	out := reliabilityEndpoint{Entry: id, ProbedAs: probedAs, Kind: ep.kind, Transport: ep.transport,
-		Endpoint: firstNonEmptyStr(ep.url, ep.cardURL), Method: probeMethod[ep.kind], Summary: sum, State: "unknown"}
+		Endpoint: firstOf(ep.url, ep.cardURL), Method: probeMethod[ep.kind], Summary: sum, State: "unknown"}
 	if l := sum.Last; l != nil {
 		out.Last = &lastProbe{At: l.At, Class: l.Class, Error: l.Error, LatencyMs: l.LatencyMs}
 		if l.State != "" {
@@ -134,8 +134,6 @@ func reliabilityOf(id, probedAs string, ep endpoint, sum probe.Summary) reliabil
 	}
 	return out
 }
-
-func strconvQuote(s string) string { return strconv.Quote(s) }
 
 // surveyTTL is how long the registry-wide aggregate is reused: it reads
 // every endpoint's window, and probes land minutes apart anyway.
