@@ -461,8 +461,8 @@ func (s *Scheduler) Close(ctx context.Context) error {
 	}
 }
 
-// RunOnce probes every target once, concurrently, ignoring the schedule's
-// limits, and records the outcomes. A round cancelled by ctx records
+// RunOnce probes every target once, up to MaxConcurrent at a time,
+// ignoring the per-host limits and the budget, and records the outcomes. A round cancelled by ctx records
 // nothing for the checks it cut short: shutting down is not an outage.
 func (s *Scheduler) RunOnce(ctx context.Context) {
 	targets := s.Targets()
@@ -472,8 +472,13 @@ func (s *Scheduler) RunOnce(ctx context.Context) {
 		}
 	}
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, s.opts.MaxConcurrent)
 	for _, t := range targets {
-		wg.Go(func() { s.probe(ctx, t) })
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			s.probe(ctx, t)
+		})
 	}
 	wg.Wait()
 }
