@@ -160,9 +160,9 @@ func statePage(st stateOfMCP) stateView {
 		v.Legend = append(v.Legend, legendItem{Class: string(c), Colour: classColours[string(c)]})
 	}
 	var svg bytes.Buffer
-	const width, rowH, labelW = 760, 34, 150
+	const width, rowH, labelW = 640, 34, 150
 	rows := append([]string{}, probeKinds...)
-	fmt.Fprintf(&svg, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="100%%" role="img" aria-label="last probe outcome of each endpoint, by kind">`, width, rowH*len(rows)+10)
+	fmt.Fprintf(&svg, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="100%%" style="max-width:760px" role="img" aria-label="last probe outcome of each endpoint, by kind">`, width, rowH*len(rows)+10)
 	for i, k := range rows {
 		ks := st.ByKind[k]
 		v.Rows = append(v.Rows, stateRow{Title: kindTitles[k], K: ks, Bound: boundText(ks.Rate), P50: msText(ks.Latency.P50Ms), P95: msText(ks.Latency.P95Ms)})
