@@ -33,6 +33,7 @@ type registryConfig struct {
 	federateDiscovered []string
 	crawlInterval      time.Duration
 	demandRetention    time.Duration
+	probe              registry.ProbeConfig
 }
 
 func (rc *registryConfig) flags(cmd *cobra.Command) {
@@ -46,6 +47,13 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.BoolVar(&rc.noDefaultCorpus, "no-default-corpus", false, "do not ingest the embedded default corpus into an empty data dir")
 	f.DurationVar(&rc.crawlInterval, "crawl-interval", 0, "re-crawl known publishers in the background this often (0 = off)")
 	f.DurationVar(&rc.demandRetention, "demand-retention", 90*24*time.Hour, "how long the demand log keeps each search record (daily counts are kept)")
+	f.DurationVar(&rc.probe.Interval, "endpoint-probe-interval", 10*time.Minute, "probe each indexed endpoint this often (0 = no probing)")
+	f.Float64Var(&rc.probe.Jitter, "endpoint-probe-jitter", 0.1, "spread each next probe over ± this share of the interval (0 to 1)")
+	f.DurationVar(&rc.probe.Timeout, "endpoint-probe-timeout", 10*time.Second, "bound on one probe")
+	f.IntVar(&rc.probe.HostConcurrency, "endpoint-probe-host-concurrency", 1, "probes of one host at once")
+	f.DurationVar(&rc.probe.HostGap, "endpoint-probe-host-gap", 2*time.Second, "least time between two probes of one host")
+	f.IntVar(&rc.probe.Budget, "endpoint-probe-budget", 600, "probes started per minute across all hosts")
+	f.IntVar(&rc.probe.DownAfter, "endpoint-probe-down-after", 3, "consecutive failed probes before an endpoint is reported down")
 }
 
 func (rc *registryConfig) validate() error {
@@ -71,6 +79,18 @@ func (rc *registryConfig) validate() error {
 	if rc.demandRetention <= 0 {
 		return fmt.Errorf("--demand-retention must be positive")
 	}
+	switch p := rc.probe; {
+	case p.Interval < 0:
+		return fmt.Errorf("--endpoint-probe-interval must not be negative")
+	case p.Jitter < 0 || p.Jitter > 1:
+		return fmt.Errorf("--endpoint-probe-jitter must be between 0 and 1")
+	case p.Timeout <= 0:
+		return fmt.Errorf("--endpoint-probe-timeout must be positive")
+	case p.HostConcurrency < 1 || p.Budget < 1 || p.DownAfter < 1:
+		return fmt.Errorf("--endpoint-probe-host-concurrency, --endpoint-probe-budget and --endpoint-probe-down-after must be at least 1")
+	case p.HostGap < 0:
+		return fmt.Errorf("--endpoint-probe-host-gap must not be negative")
+	}
 	return nil
 }
 
@@ -91,6 +111,7 @@ type registryStores struct {
 	db       *kv.DB
 	ix       *index.Index
 	ingester *ingest.Ingester
+	resolve  map[string]string // --resolve pins, for the other fetchers
 }
 
 func (s *registryStores) close() error {
@@ -126,7 +147,7 @@ func (c *cli) openRegistryStores(ctx context.Context, logger *slog.Logger, fresh
 		db.Close()
 		return nil, err
 	}
-	s := &registryStores{db: db, ix: ix, ingester: &ingest.Ingester{
+	s := &registryStores{db: db, ix: ix, resolve: resolve, ingester: &ingest.Ingester{
 		DB:      db,
 		Index:   ix,
 		Fetcher: web.NewFetcher(web.FetchOptions{AllowPrivate: c.global.allowPrivate, Resolve: resolve, UserAgent: "ardx/" + version}),
@@ -243,7 +264,13 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 	if publicURL == "" {
 		publicURL = "http://" + ln.Addr().String()
 	}
+	probes := rc.probe
+	// Probe traffic says what it is, so a publisher's analytics can leave
+	// it out of their demand as this registry never counts it as its own.
+	probes.Fetcher = web.NewFetcher(web.FetchOptions{AllowPrivate: c.global.allowPrivate, Resolve: stores.resolve,
+		Timeout: probes.Timeout, UserAgent: "ardx-probe/" + version + " (+" + publicURL + "/reliability)"})
 	svc, err := registry.New(registry.Config{
+		Probe:              probes,
 		PublicURL:          publicURL,
 		Fetcher:            stores.ingester.Fetcher,
 		FederateDiscovered: rc.federateDiscovered,
@@ -272,6 +299,9 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		svc.Close(ctx)
 		stores.close()
 		return nil, fmt.Errorf("inbox: %w", err)
+	}
+	if rc.probe.Interval > 0 {
+		svc.StartProbes(ctx)
 	}
 	stop := func() { stopInbox(); stopRecrawl() }
 	return &runningRegistry{stores: stores, svc: svc, srv: srv, stopRecrawl: stop}, nil

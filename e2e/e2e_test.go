@@ -60,8 +60,9 @@ func startArdx(t *testing.T, want []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{urls: map[string]string{}, ready: make(chan struct{}), want: want}
 	p.cmd = exec.Command(binary(t), append(args, "--log-format", "json")...)
-	// Tests reach loopback only: no built-in public registry is asked.
-	p.cmd.Env = append(os.Environ(), "ARDX_LOG_LEVEL=info", "ARDX_PUBLIC_REGISTRIES=none")
+	// Tests reach loopback only: no built-in public registry is asked and
+	// the default corpus's (public) endpoints are not probed.
+	p.cmd.Env = append(os.Environ(), "ARDX_LOG_LEVEL=info", "ARDX_PUBLIC_REGISTRIES=none", "ARDX_ENDPOINT_PROBE_INTERVAL=0")
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

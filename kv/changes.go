@@ -28,6 +28,11 @@ type Change struct {
 	ID        string    `json:"identifier"`
 	Publisher string    `json:"publisher"`
 	Source    string    `json:"source"`
+	// Endpoint is the probed URL, for the prober's kinds.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Detail is the kind's own data (for instance the tool counts before
+	// and after), a JSON object.
+	Detail json.RawMessage `json:"detail,omitempty"`
 }
 
 // Changes returns up to limit events with a sequence number above afterSeq,
@@ -52,6 +57,55 @@ func (db *DB) Changes(afterSeq uint64, limit int) ([]Change, error) {
 		return nil, fmt.Errorf("kv: changes: %w", err)
 	}
 	return out, nil
+}
+
+// ScanChanges calls fn with each event whose sequence number is above
+// afterSeq, oldest first, in one read transaction, until fn returns false.
+func (db *DB) ScanChanges(afterSeq uint64, fn func(Change) bool) error {
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketChanges).Cursor()
+		for k, v := c.Seek(seqKey(afterSeq + 1)); k != nil; k, v = c.Next() {
+			var ch Change
+			if err := json.Unmarshal(v, &ch); err != nil {
+				return fmt.Errorf("decode change %x: %w", k, err)
+			}
+			if !fn(ch) {
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("kv: changes: %w", err)
+	}
+	return nil
+}
+
+// ChangeSeqBefore returns the sequence number of the newest event recorded
+// before t (0 if none), walking back from the newest: events are appended
+// in time order, so everything after it happened at t or later.
+func (db *DB) ChangeSeqBefore(t time.Time) (uint64, error) {
+	var seq uint64
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketChanges).Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			var ch struct {
+				Time time.Time `json:"time"`
+			}
+			if err := json.Unmarshal(v, &ch); err != nil {
+				return fmt.Errorf("decode change %x: %w", k, err)
+			}
+			if ch.Time.Before(t) {
+				seq = binary.BigEndian.Uint64(k)
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("kv: changes: %w", err)
+	}
+	return seq, nil
 }
 
 // AppendChanges appends events of other kinds (for example endpoint up/down

@@ -120,3 +120,69 @@ func TestPruneProbes(t *testing.T) {
 		t.Fatalf("after prune: %+v last %+v err %v", c, last, err)
 	}
 }
+
+func TestUpdateProbeDaysTargetsEventsAndPrune(t *testing.T) {
+	db := kvtest.Open(t)
+	day := func(d int) time.Time { return time.Date(2025, 3, d, 12, 0, 0, 0, time.UTC) }
+	count := func(ok bool, class string) func(kv.ProbeResult, *kv.ProbeDay) (kv.ProbeResult, []kv.Change) {
+		return func(prev kv.ProbeResult, d *kv.ProbeDay) (kv.ProbeResult, []kv.Change) {
+			d.Total++
+			if d.Classes == nil {
+				d.Classes = map[string]int64{}
+			}
+			d.Classes[class]++
+			var evs []kv.Change
+			if prev.OK && !ok {
+				evs = append(evs, kv.Change{Kind: "endpoint.down", ID: "urn:air:a.test:x"})
+			}
+			return kv.ProbeResult{At: d.Day, OK: ok, Class: class}, evs
+		}
+	}
+	steps := []struct {
+		target string
+		at     time.Time
+		ok     bool
+		class  string
+	}{
+		{"mcp https://a.test/mcp", day(1), true, "ok"},
+		{"mcp https://a.test/mcp", day(2), false, "timeout"},
+		{"mcp https://b.test/mcp", day(2), true, "ok"},
+		{"url https://c.test/", day(3), true, "ok"},
+	}
+	for _, s := range steps {
+		if _, _, err := db.UpdateProbe(s.target, s.at, count(s.ok, s.class)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []string
+	err := db.ForEachProbeTarget("mcp ", day(1), day(3), func(target string, days []kv.ProbeDay, last kv.ProbeResult) bool {
+		seen = append(seen, target)
+		if target == "mcp https://a.test/mcp" && (len(days) != 2 || days[1].Classes["timeout"] != 1 || !days[1].Day.Equal(time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC)) || last.OK) {
+			t.Errorf("a.test: days %+v last %+v", days, last)
+		}
+		return true
+	})
+	if err != nil || len(seen) != 2 {
+		t.Fatalf("targets %v, err %v; want the two mcp targets", seen, err)
+	}
+	evs, err := db.Changes(0, 0)
+	if err != nil || len(evs) != 1 || evs[0].Kind != "endpoint.down" || evs[0].Publisher != "a.test" {
+		t.Fatalf("events %+v, %v", evs, err)
+	}
+	if seq, err := db.ChangeSeqBefore(time.Now().Add(time.Hour)); err != nil || seq != evs[0].Seq {
+		t.Fatalf("seq before now: %d, %v", seq, err)
+	}
+	// Pruning before day 3 drops day records and the last results of
+	// targets not probed since.
+	if _, err := db.PruneProbes(day(3)); err != nil {
+		t.Fatal(err)
+	}
+	seen = nil
+	_ = db.ForEachProbeTarget("", day(1), day(3), func(target string, days []kv.ProbeDay, _ kv.ProbeResult) bool {
+		seen = append(seen, target)
+		return true
+	})
+	if len(seen) != 1 || seen[0] != "url https://c.test/" {
+		t.Fatalf("after prune: %v", seen)
+	}
+}

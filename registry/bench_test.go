@@ -209,6 +209,11 @@ func benchSearchHTTP(b *testing.B, n int, unique bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	measureSearchHTTP(b, c, svc, unique)
+}
+
+// measureSearchHTTP serves svc and measures searches over c's queries.
+func measureSearchHTTP(b *testing.B, c *benchCorpus, svc *registry.Service, unique bool) {
 	srv := httptest.NewServer(svc.Handler())
 	defer srv.Close()
 	defer svc.Close(b.Context())

@@ -203,6 +203,7 @@ func (s *Service) doctorDomain(ctx context.Context, domain string) doctorRespons
 		resp.Findings = append(resp.Findings, s.checkEntryURLs(ctx, dc.urls)...)
 	}
 	resp.Findings = append(resp.Findings, s.indexFindings(ctx, domain, res, dc.ids)...)
+	resp.Findings = append(resp.Findings, s.probeFindings(ctx, domain)...)
 	return resp
 }
 

@@ -69,6 +69,9 @@ type Config struct {
 	// DemandRetention is how long the demand log keeps each search record;
 	// zero means 90 days. The daily aggregates /stats reads are kept.
 	DemandRetention time.Duration
+	// Probe configures the probing of indexed endpoints (StartProbes) and
+	// the window of the reports read from it.
+	Probe ProbeConfig
 }
 
 // Service is the registry's HTTP service. Create it with New, serve
@@ -96,6 +99,8 @@ type Service struct {
 	reader     *sources.Reader
 	safety     safetyCache
 	discovered discoveredCache
+	prober     *prober
+	survey     surveyCache
 }
 
 // upstream is one registry federation=auto may ask.
@@ -195,6 +200,9 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 	}
 	s.responses = gencache.New[cachedResponse](responseCacheSize)
 	s.bodies = gencache.New[kv.EntryBody](entryCacheSize)
+	if err := s.newProber(); err != nil {
+		return nil, err
+	}
 	s.demand = newDemandWriter(db, s.log, s.cfg.Now, cfg.DemandRetention)
 	s.handler = s.routes()
 	return s, nil
@@ -207,12 +215,12 @@ func (s *Service) Handler() http.Handler { return s.handler }
 // log, or ctx ends.
 func (s *Service) Flush(ctx context.Context) error { return s.demand.flush(ctx) }
 
-// Close stops the demand log writer after committing what it holds. The
+// Close stops the probes, then the demand log writer after committing what it holds. The
 // handler must no longer be serving: searches answered after Close are not
 // recorded.
 func (s *Service) Close(ctx context.Context) error {
 	s.breakers.close()
-	return s.demand.close(ctx)
+	return errors.Join(s.prober.sched.Close(ctx), s.demand.close(ctx))
 }
 
 // route is one method and path of the API.
@@ -237,6 +245,9 @@ func (s *Service) routeTable() []route {
 		{http.MethodGet, "/tools", s.handleToolsGet},
 		{http.MethodPost, "/tools", s.handleToolsPost},
 		{http.MethodGet, "/tool-safety", s.handleToolSafety},
+		{http.MethodGet, "/reliability", s.handleReliability},
+		{http.MethodGet, "/feed/changes", s.handleFeedChanges},
+		{http.MethodGet, "/state-of-mcp", s.handleStateOfMCP},
 	}
 }
 
