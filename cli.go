@@ -35,12 +35,14 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 	root := &cobra.Command{
 		Use:           "ardx",
 		Short:         "An ARD registry and an x402 payment facilitator in one binary",
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return applyEnv(cmd, getenv)
 		},
 	}
+	root.SetVersionTemplate("ardx {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.global.dataDir, "data", "./ardx-data", "data directory (bbolt file ardx.db and the index/ folder)")
 	pf.StringVar(&c.global.logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, JSON otherwise)")
