@@ -8,8 +8,8 @@ BENCH   ?= .
 build: ## the binary, ./ardx
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o ardx .
 
-run: ## both services on loopback with the embedded defaults (dev chain, default corpus)
-	$(GO) run . serve
+run: build ## both services on loopback with the embedded defaults (dev chain, default corpus); ARGS adds flags
+	./ardx serve $(ARGS)
 
 test: ## every hermetic test: in-process servers and the simulated chain; lists skipped tests and why
 	$(GO) run ./internal/testsummary -count=1 -timeout 20m ./...

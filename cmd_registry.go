@@ -344,7 +344,10 @@ func (c *cli) runServices(ctx context.Context, starts ...func(context.Context, *
 			for i := len(closers) - 1; i >= 0; i-- {
 				_ = closers[i](context.Background())
 			}
-			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			if ctx.Err() != nil {
+				// A signal during start-up is a clean stop, however the
+				// interrupted step reports it.
+				logger.Info("start-up interrupted", "err", err)
 				return nil
 			}
 			return err
