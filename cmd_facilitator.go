@@ -60,11 +60,7 @@ func (fc *facilitatorConfig) flags(cmd *cobra.Command) {
 	f.StringArrayVar(&fc.rateLimits, "rate-limit", nil, "rate-limit bucket NAME=RATE:BURST (settle, payments-read, discovery), or off (repeatable)")
 	f.StringArrayVar(&fc.trustedProxies, "trusted-proxy", nil, "CIDR whose X-Forwarded-For is believed (repeatable)")
 	f.DurationVar(&fc.probeInterval, "probe-interval", 30*time.Second, "how often each network's RPC and settle path are probed for /status")
-	echoDefault := fc.echoNetwork // serve sets "dev" before calling flags
-	if echoDefault == "" {
-		echoDefault = "eip155:8453"
-	}
-	f.StringVar(&fc.echoNetwork, "echo-network", echoDefault, "network of the /echo test merchant's terms (CAIP-2 id, v1 name, or dev)")
+	f.StringVar(&fc.echoNetwork, "echo-network", "", "network of the /echo test merchant's terms (CAIP-2 id, v1 name, or dev; default: the first --network)")
 	f.StringVar(&fc.echoWalletKeyFile, "echo-wallet-key-file", "", "file with the hex key of the /echo wallet: payTo of its terms, sender and gas payer of its refunds (default on the dev chain: the dev merchant)")
 	f.Int64Var(&fc.echoCapPerAddress, "echo-cap-per-address", facilitator.DefaultEchoCapPerAddress, "/echo payments per payer address per UTC day")
 	f.Int64Var(&fc.echoCapPerDay, "echo-cap-per-day", facilitator.DefaultEchoCapPerDay, "/echo payments in total per UTC day")
@@ -325,7 +321,7 @@ func (c *cli) echoConfig(ctx context.Context, fc *facilitatorConfig, rf *running
 	if rf.dev != nil {
 		devID = rf.dev.Network.ID()
 	}
-	name := facilitator.EchoNetworkName(fc.echoNetwork, devID)
+	name := facilitator.EchoNetworkName(echoNetworkOrDefault(fc.echoNetwork, chains), devID)
 	echo := &facilitator.EchoConfig{Network: name, DB: rf.db, CapPerAddress: fc.echoCapPerAddress, CapPerDay: fc.echoCapPerDay}
 	var net *evm.Network
 	for _, ch := range chains {
@@ -367,6 +363,15 @@ func (c *cli) echoConfig(ctx context.Context, fc *facilitatorConfig, rf *running
 		logger.Info("/echo is not serving", "reason", echo.NotServing)
 	}
 	return echo, nil
+}
+
+// echoNetworkOrDefault is --echo-network, or when it is not given the
+// first network served, so /echo works on whatever the facilitator runs.
+func echoNetworkOrDefault(flag string, chains []settle.Chain) string {
+	if flag == "" && len(chains) > 0 {
+		return chains[0].ID()
+	}
+	return flag
 }
 
 func (c *cli) facilitatorCmd() *cobra.Command {
@@ -418,7 +423,6 @@ func (c *cli) serveCmd() *cobra.Command {
 		},
 	}
 	rc.flags(cmd)
-	fc.echoNetwork = "dev" // under serve /echo pays on the in-process dev chain
 	fc.flags(cmd)
 	return cmd
 }

@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ardx-dev/ardx/facilitator"
 )
 
 // TestMain lets a test run this binary as ardx itself (see startSelf): a
@@ -143,5 +146,32 @@ func TestSignalsStopCleanlyWithExitZero(t *testing.T) {
 				t.Errorf("no \"stopped\" line:\n%s", p.logText())
 			}
 		})
+	}
+}
+
+// TestFacilitatorAloneServesEcho: `ardx facilitator` with no flags serves
+// /echo on the network it runs (the dev chain), not on Base, which it does
+// not serve.
+func TestFacilitatorAloneServesEcho(t *testing.T) {
+	p := startSelf(t, []string{"facilitator"}, "facilitator", "--data", t.TempDir(), "--facilitator-addr", "127.0.0.1:0")
+	resp, err := http.Get(p.url("facilitator") + "/echo/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st facilitator.EchoStatus
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Serving || st.Network != "eip155:1337" {
+		t.Fatalf("/echo/status = %+v, want serving on eip155:1337", st)
+	}
+	resp, err = http.Get(p.url("facilitator") + "/echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusPaymentRequired {
+		t.Fatalf("GET /echo = %d, want 402 with payment terms", resp.StatusCode)
 	}
 }
