@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,8 @@ type cli struct {
 	getenv func(string) string
 	stdout io.Writer
 	stderr io.Writer
+	// started is what the start-up banner shows, filled as services start.
+	started startupInfo
 }
 
 func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Command {
@@ -137,4 +140,31 @@ func (c *cli) versionCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// infoAsDebug lowers info records to debug: where a progress bar on the
+// terminal already shows each step, their lines would only break the bar up.
+// Warnings and errors pass unchanged.
+type infoAsDebug struct{ slog.Handler }
+
+func (h infoAsDebug) Enabled(ctx context.Context, l slog.Level) bool {
+	if l == slog.LevelInfo {
+		l = slog.LevelDebug
+	}
+	return h.Handler.Enabled(ctx, l)
+}
+
+func (h infoAsDebug) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelInfo {
+		r.Level = slog.LevelDebug
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h infoAsDebug) WithAttrs(as []slog.Attr) slog.Handler {
+	return infoAsDebug{h.Handler.WithAttrs(as)}
+}
+
+func (h infoAsDebug) WithGroup(name string) slog.Handler {
+	return infoAsDebug{h.Handler.WithGroup(name)}
 }

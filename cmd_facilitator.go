@@ -310,6 +310,7 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 	if err := rf.srv.Open(); err != nil {
 		return nil, err
 	}
+	c.started.facilitatorURL = rf.srv.URL()
 	return rf, nil
 }
 
@@ -332,6 +333,7 @@ func (c *cli) echoConfig(ctx context.Context, fc *facilitatorConfig, rf *running
 	if net == nil {
 		echo.NotServing = fmt.Sprintf("network %s is not served by this facilitator (add --network %s, or set --echo-network)", name, name)
 		logger.Info("/echo is not serving", "reason", echo.NotServing)
+		c.started.echoNotServing = echo.NotServing
 		return echo, nil
 	}
 	echo.Chain = net
@@ -361,6 +363,10 @@ func (c *cli) echoConfig(ctx context.Context, fc *facilitatorConfig, rf *running
 	default:
 		echo.NotServing = fmt.Sprintf("no --echo-wallet-key-file for network %s", name)
 		logger.Info("/echo is not serving", "reason", echo.NotServing)
+		c.started.echoNotServing = echo.NotServing
+	}
+	if echo.NotServing == "" {
+		c.started.echoNetwork = name
 	}
 	return echo, nil
 }
@@ -464,6 +470,7 @@ func (c *cli) announceDevAccounts(d *evm.DevChain, logger *slog.Logger) error {
 	if err := os.WriteFile(keyFile, []byte(hexKey+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write dev payer key: %w", err)
 	}
+	c.started.dev = &devAccounts{network: d.Network.ID(), payer: d.Payer.Hex(), payerKeyFile: keyFile, merchant: d.Merchant.Hex()}
 	logger.Info("dev chain ready (test keys, they guard nothing)",
 		"network", d.Network.ID(), "v1_name", d.Network.V1Name(), "usdc", d.Asset.Hex(),
 		"payer", d.Payer.Hex(), "payer_key", hexKey, "payer_key_file", keyFile,

@@ -111,7 +111,9 @@ func (c *cli) openRegistryStores(ctx context.Context, logger *slog.Logger, fresh
 		Logger:  logger.With("component", "ingest"),
 	}}
 	if isTerminal(c.stderr) {
+		// The bar shows the progress; per-source lines would break it up.
 		s.ingester.Progress = c.stderr
+		s.ingester.Logger = slog.New(infoAsDebug{logger.Handler()}).With("component", "ingest")
 	}
 	pending, err := db.Counter(rebuildMarker)
 	if err != nil {
@@ -239,6 +241,7 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		return nil, err
 	}
 	stopRecrawl := stores.ingester.StartRecrawl(ctx, rc.crawlInterval)
+	c.started.registryURL = srv.URL()
 	return &runningRegistry{stores: stores, svc: svc, srv: srv, stopRecrawl: stopRecrawl}, nil
 }
 
@@ -353,6 +356,9 @@ func (c *cli) runServices(ctx context.Context, starts ...func(context.Context, *
 			return err
 		}
 		closers = append(closers, cl)
+	}
+	if isTerminal(c.stdout) {
+		printBanner(c.stdout, c.global.dataDir, &c.started)
 	}
 	<-ctx.Done()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -145,6 +145,9 @@ func TestSignalsStopCleanlyWithExitZero(t *testing.T) {
 			if !bytes.Contains([]byte(p.logText()), []byte(`"msg":"stopped"`)) {
 				t.Errorf("no \"stopped\" line:\n%s", p.logText())
 			}
+			if p.out.Len() != 0 {
+				t.Errorf("printed on stdout, which is no terminal (the banner is for terminals only):\n%s", p.out.String())
+			}
 		})
 	}
 }
