@@ -21,6 +21,7 @@ type globalConfig struct {
 	logLevel     string
 	allowPrivate bool
 	resolve      []string // DOMAIN=127.0.0.1:PORT, like curl --resolve
+	metricsAddr  string   // "" = /metrics on each service's listener; "off"; or host:port
 }
 
 // cli carries what every command needs: config, environment and streams.
@@ -128,6 +129,12 @@ func (c *cli) logger() (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(c.stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format: %q is not text, json or auto", c.global.logFormat)
+}
+
+// serverFlags are the flags of the commands that run services.
+func (c *cli) serverFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.global.metricsAddr, "metrics-addr", "",
+		"serve Prometheus /metrics on this address instead of on each service's listener; off disables /metrics")
 }
 
 func (c *cli) versionCmd() *cobra.Command {

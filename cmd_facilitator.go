@@ -126,10 +126,15 @@ type runningFacilitator struct {
 	catalog  *facilitator.Catalogue
 	svc      *facilitator.Service
 	srv      *web.Server
+
+	detachMetrics func()
 }
 
 func (r *runningFacilitator) close(ctx context.Context) error {
 	var errs []error
+	if r.detachMetrics != nil {
+		r.detachMetrics()
+	}
 	if r.srv != nil {
 		// Stop taking requests first, then let the engine finish what it
 		// broadcast, then close the chain clients and the store.
@@ -305,12 +310,13 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 		ln.Close()
 		return nil, err
 	}
-	rf.srv = &web.Server{Name: "facilitator", Listener: ln, Handler: rf.svc.Handler(), Logger: logger,
+	rf.srv = &web.Server{Name: "facilitator", Listener: ln, Handler: c.withMetricsRoute(rf.svc.Handler()), Logger: logger,
 		WriteTimeout: fc.settleTimeout + 30*time.Second}
 	if err := rf.srv.Open(); err != nil {
 		return nil, err
 	}
 	c.started.facilitatorURL = rf.srv.URL()
+	rf.detachMetrics = collector.attach(nil, rf.db, rf.engine)
 	return rf, nil
 }
 
@@ -397,6 +403,7 @@ func (c *cli) facilitatorCmd() *cobra.Command {
 		},
 	}
 	fc.flags(cmd)
+	c.serverFlags(cmd)
 	return cmd
 }
 
@@ -430,6 +437,7 @@ func (c *cli) serveCmd() *cobra.Command {
 	}
 	rc.flags(cmd)
 	fc.flags(cmd)
+	c.serverFlags(cmd)
 	return cmd
 }
 

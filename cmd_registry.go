@@ -234,7 +234,7 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		stores.close()
 		return nil, err
 	}
-	srv := &web.Server{Name: "registry", Listener: ln, Handler: svc.Handler(), Logger: regLog}
+	srv := &web.Server{Name: "registry", Listener: ln, Handler: c.withMetricsRoute(svc.Handler()), Logger: regLog}
 	if err := srv.Open(); err != nil {
 		svc.Close(ctx)
 		stores.close()
@@ -242,7 +242,8 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 	}
 	stopRecrawl := stores.ingester.StartRecrawl(ctx, rc.crawlInterval)
 	c.started.registryURL = srv.URL()
-	return &runningRegistry{stores: stores, svc: svc, srv: srv, stopRecrawl: stopRecrawl}, nil
+	detach := collector.attach(stores.ix, stores.db, nil)
+	return &runningRegistry{stores: stores, svc: svc, srv: srv, stopRecrawl: func() { detach(); stopRecrawl() }}, nil
 }
 
 func (c *cli) registryCmd() *cobra.Command {
@@ -262,6 +263,7 @@ func (c *cli) registryCmd() *cobra.Command {
 		},
 	}
 	rc.flags(cmd)
+	c.serverFlags(cmd)
 	return cmd
 }
 
@@ -356,6 +358,16 @@ func (c *cli) runServices(ctx context.Context, starts ...func(context.Context, *
 			return err
 		}
 		closers = append(closers, cl)
+	}
+	msrv, err := c.startMetricsListener(logger)
+	if err != nil {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i](context.Background())
+		}
+		return err
+	}
+	if msrv != nil {
+		closers = append(closers, msrv.Close)
 	}
 	if isTerminal(c.stdout) {
 		printBanner(c.stdout, c.global.dataDir, &c.started)

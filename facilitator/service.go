@@ -248,6 +248,7 @@ func (s *Service) routes() http.Handler {
 	return web.Chain(r,
 		web.WithRequestID,
 		web.WithLogging(s.logger),
+		web.WithMetrics("facilitator", r),
 		web.WithRecover(s.problems),
 		s.withRateLimit,
 	)

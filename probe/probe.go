@@ -209,6 +209,7 @@ func (s *Scheduler) probe(ctx context.Context, t Target) {
 	if ctx.Err() != nil {
 		return
 	}
+	probeResults.WithLabelValues(t.Path, outcomeOf(err)).Inc()
 	at := s.opts.Now()
 	msg := ""
 	if err != nil {

@@ -226,6 +226,7 @@ func (s *Service) routes() http.Handler {
 	return web.Chain(r,
 		web.WithRequestID,
 		web.WithLogging(s.log),
+		web.WithMetrics("registry", r),
 		web.WithRecover(s.problems),
 		web.WithBodyLimit(maxBodyBytes),
 	)
