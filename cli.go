@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
+
+	"github.com/ardx-dev/ardx/kv"
 )
 
 // globalConfig holds the flags every subcommand accepts.
@@ -32,6 +34,8 @@ type cli struct {
 	stderr io.Writer
 	// started is what the start-up banner shows, filled as services start.
 	started startupInfo
+	// db is the store the started services share, for the admin socket.
+	db *kv.DB
 }
 
 func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Command {
@@ -64,6 +68,8 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 		c.crawlCmd(),
 		c.facilitatorCmd(),
 		c.payCmd(),
+		c.backupCmd(),
+		c.restoreCmd(),
 		c.versionCmd(),
 	)
 	return root

@@ -317,6 +317,7 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 	}
 	c.started.facilitatorURL = rf.srv.URL()
 	rf.detachMetrics = collector.attach(nil, rf.db, rf.engine)
+	c.db = rf.db
 	return rf, nil
 }
 

@@ -243,6 +243,7 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 	stopRecrawl := stores.ingester.StartRecrawl(ctx, rc.crawlInterval)
 	c.started.registryURL = srv.URL()
 	detach := collector.attach(stores.ix, stores.db, nil)
+	c.db = stores.db
 	return &runningRegistry{stores: stores, svc: svc, srv: srv, stopRecrawl: func() { detach(); stopRecrawl() }}, nil
 }
 
@@ -368,6 +369,18 @@ func (c *cli) runServices(ctx context.Context, starts ...func(context.Context, *
 	}
 	if msrv != nil {
 		closers = append(closers, msrv.Close)
+	}
+	if c.db != nil {
+		adm, err := c.startAdminSocket(c.db, logger)
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				_ = closers[i](context.Background())
+			}
+			return err
+		}
+		if adm != nil {
+			closers = append(closers, adm.Close)
+		}
 	}
 	if isTerminal(c.stdout) {
 		printBanner(c.stdout, c.global.dataDir, &c.started)

@@ -11,11 +11,13 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrNotFound is returned when a record does not exist.
@@ -57,6 +59,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	// repeatedly while a first large ingest grows it; it reserves address
 	// space, not memory.
 	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, InitialMmapSize: 64 << 20})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("kv: open %s: %w", path, ErrLocked)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kv: open %s: %w", path, err)
 	}
@@ -91,3 +96,22 @@ func bucket(name string) []byte {
 	allBuckets = append(allBuckets, b)
 	return b
 }
+
+// WriteBackup writes a consistent copy of the whole store to w, taken in
+// one read transaction while writers go on (bbolt's Tx.WriteTo), and
+// returns its size. The copy is a bbolt file that Open accepts.
+func (db *DB) WriteBackup(w io.Writer) (int64, error) {
+	var n int64
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	if err != nil {
+		return n, fmt.Errorf("kv: backup: %w", err)
+	}
+	return n, nil
+}
+
+// ErrLocked is returned by Open when another process holds the store.
+var ErrLocked = errors.New("kv: the store is in use by another process")
