@@ -244,6 +244,8 @@ func (s *Service) routes() http.Handler {
 	r.Handler(http.MethodGet, "/mcp", http.HandlerFunc(s.handleMCPMethodNotAllowed))
 	r.Handler(http.MethodDelete, "/mcp", http.HandlerFunc(s.handleMCPMethodNotAllowed))
 	r.Handler(http.MethodGet, "/integrate", http.HandlerFunc(s.handleIntegrate))
+	r.Handler(http.MethodGet, "/", http.HandlerFunc(s.handleHome))
+	r.Handler(http.MethodGet, "/openapi.json", http.HandlerFunc(s.handleOpenAPI))
 
 	return web.Chain(r,
 		web.WithRequestID,

@@ -197,6 +197,7 @@ type route struct {
 // routeTable lists every route of the registry API. The OpenAPI test walks it.
 func (s *Service) routeTable() []route {
 	return []route{
+		{http.MethodGet, "/", s.handleHome},
 		{http.MethodPost, "/search", s.handleSearch},
 		{http.MethodPost, "/explore", s.handleExplore},
 		{http.MethodGet, "/agents", s.handleAgents},
