@@ -155,29 +155,30 @@ func (c *cli) versionCmd() *cobra.Command {
 	}
 }
 
-// infoAsDebug lowers info records to debug: where a progress bar on the
-// terminal already shows each step, their lines would only break the bar up.
-// Warnings and errors pass unchanged.
-type infoAsDebug struct{ slog.Handler }
+// belowErrorAsDebug lowers info and warning records to debug: while a
+// progress bar is on the terminal their lines would break it up, and the
+// summary printed after the bar lists each source's errors, rejections and
+// warnings. Errors pass unchanged.
+type belowErrorAsDebug struct{ slog.Handler }
 
-func (h infoAsDebug) Enabled(ctx context.Context, l slog.Level) bool {
-	if l == slog.LevelInfo {
+func (h belowErrorAsDebug) Enabled(ctx context.Context, l slog.Level) bool {
+	if l < slog.LevelError {
 		l = slog.LevelDebug
 	}
 	return h.Handler.Enabled(ctx, l)
 }
 
-func (h infoAsDebug) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelInfo {
+func (h belowErrorAsDebug) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelError {
 		r.Level = slog.LevelDebug
 	}
 	return h.Handler.Handle(ctx, r)
 }
 
-func (h infoAsDebug) WithAttrs(as []slog.Attr) slog.Handler {
-	return infoAsDebug{h.Handler.WithAttrs(as)}
+func (h belowErrorAsDebug) WithAttrs(as []slog.Attr) slog.Handler {
+	return belowErrorAsDebug{h.Handler.WithAttrs(as)}
 }
 
-func (h infoAsDebug) WithGroup(name string) slog.Handler {
-	return infoAsDebug{h.Handler.WithGroup(name)}
+func (h belowErrorAsDebug) WithGroup(name string) slog.Handler {
+	return belowErrorAsDebug{h.Handler.WithGroup(name)}
 }

@@ -111,9 +111,10 @@ func (c *cli) openRegistryStores(ctx context.Context, logger *slog.Logger, fresh
 		Logger:  logger.With("component", "ingest"),
 	}}
 	if isTerminal(c.stderr) {
-		// The bar shows the progress; per-source lines would break it up.
+		// The bar shows the progress and the summary each source's outcome;
+		// per-source log lines would break the bar up.
 		s.ingester.Progress = c.stderr
-		s.ingester.Logger = slog.New(infoAsDebug{logger.Handler()}).With("component", "ingest")
+		s.ingester.Logger = slog.New(belowErrorAsDebug{logger.Handler()}).With("component", "ingest")
 	}
 	pending, err := db.Counter(rebuildMarker)
 	if err != nil {

@@ -153,6 +153,13 @@ func (r *Report) Print(w io.Writer) {
 			}
 			fmt.Fprintf(w, "    rejected %s\n", p.location())
 		}
+		for i, p := range s.Warnings {
+			if i == maxPrintedRejections {
+				fmt.Fprintf(w, "    ... and %d more warnings\n", len(s.Warnings)-i)
+				break
+			}
+			fmt.Fprintf(w, "    warning %s\n", p.location())
+		}
 	}
 }
 
