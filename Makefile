@@ -8,11 +8,11 @@ BENCH   ?= .
 build: ## the binary, ./ardx
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o ardx .
 
-run: ## both services on loopback with the embedded defaults (dev chain, default corpus)
-	$(GO) run . serve
+run: build ## both services on loopback with the embedded defaults (dev chain, default corpus); ARGS adds flags
+	./ardx serve $(ARGS)
 
-test: ## every hermetic test: in-process servers and the simulated chain
-	$(GO) test -count=1 -timeout 20m ./...
+test: ## every hermetic test: in-process servers and the simulated chain; lists skipped tests and why
+	$(GO) run ./internal/testsummary -count=1 -timeout 20m ./...
 
 e2e: build ## the end-to-end tier: the built binary, a real chain node, real clients
 	ARDX_BIN=$(CURDIR)/ardx $(GO) test -tags e2e -count=1 -timeout 20m -v ./e2e/...

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
+
+	"github.com/ardx-dev/ardx/kv"
 )
 
 // globalConfig holds the flags every subcommand accepts.
@@ -20,6 +23,7 @@ type globalConfig struct {
 	logLevel     string
 	allowPrivate bool
 	resolve      []string // DOMAIN=127.0.0.1:PORT, like curl --resolve
+	metricsAddr  string   // "" = /metrics on each service's listener; "off"; or host:port
 }
 
 // cli carries what every command needs: config, environment and streams.
@@ -28,6 +32,10 @@ type cli struct {
 	getenv func(string) string
 	stdout io.Writer
 	stderr io.Writer
+	// started is what the start-up banner shows, filled as services start.
+	started startupInfo
+	// db is the store the started services share, for the admin socket.
+	db *kv.DB
 }
 
 func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Command {
@@ -35,12 +43,14 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 	root := &cobra.Command{
 		Use:           "ardx",
 		Short:         "An ARD registry and an x402 payment facilitator in one binary",
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return applyEnv(cmd, getenv)
 		},
 	}
+	root.SetVersionTemplate("ardx {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.global.dataDir, "data", "./ardx-data", "data directory (bbolt file ardx.db and the index/ folder)")
 	pf.StringVar(&c.global.logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, JSON otherwise)")
@@ -58,6 +68,8 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 		c.crawlCmd(),
 		c.facilitatorCmd(),
 		c.payCmd(),
+		c.backupCmd(),
+		c.restoreCmd(),
 		c.versionCmd(),
 	)
 	return root
@@ -125,6 +137,12 @@ func (c *cli) logger() (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format: %q is not text, json or auto", c.global.logFormat)
 }
 
+// serverFlags are the flags of the commands that run services.
+func (c *cli) serverFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.global.metricsAddr, "metrics-addr", "",
+		"serve Prometheus /metrics on this address instead of on each service's listener; off disables /metrics")
+}
+
 func (c *cli) versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
@@ -135,4 +153,32 @@ func (c *cli) versionCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// belowErrorAsDebug lowers info and warning records to debug: while a
+// progress bar is on the terminal their lines would break it up, and the
+// summary printed after the bar lists each source's errors, rejections and
+// warnings. Errors pass unchanged.
+type belowErrorAsDebug struct{ slog.Handler }
+
+func (h belowErrorAsDebug) Enabled(ctx context.Context, l slog.Level) bool {
+	if l < slog.LevelError {
+		l = slog.LevelDebug
+	}
+	return h.Handler.Enabled(ctx, l)
+}
+
+func (h belowErrorAsDebug) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelError {
+		r.Level = slog.LevelDebug
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h belowErrorAsDebug) WithAttrs(as []slog.Attr) slog.Handler {
+	return belowErrorAsDebug{h.Handler.WithAttrs(as)}
+}
+
+func (h belowErrorAsDebug) WithGroup(name string) slog.Handler {
+	return belowErrorAsDebug{h.Handler.WithGroup(name)}
 }

@@ -60,11 +60,7 @@ func (fc *facilitatorConfig) flags(cmd *cobra.Command) {
 	f.StringArrayVar(&fc.rateLimits, "rate-limit", nil, "rate-limit bucket NAME=RATE:BURST (settle, payments-read, discovery), or off (repeatable)")
 	f.StringArrayVar(&fc.trustedProxies, "trusted-proxy", nil, "CIDR whose X-Forwarded-For is believed (repeatable)")
 	f.DurationVar(&fc.probeInterval, "probe-interval", 30*time.Second, "how often each network's RPC and settle path are probed for /status")
-	echoDefault := fc.echoNetwork // serve sets "dev" before calling flags
-	if echoDefault == "" {
-		echoDefault = "eip155:8453"
-	}
-	f.StringVar(&fc.echoNetwork, "echo-network", echoDefault, "network of the /echo test merchant's terms (CAIP-2 id, v1 name, or dev)")
+	f.StringVar(&fc.echoNetwork, "echo-network", "", "network of the /echo test merchant's terms (CAIP-2 id, v1 name, or dev; default: the first --network)")
 	f.StringVar(&fc.echoWalletKeyFile, "echo-wallet-key-file", "", "file with the hex key of the /echo wallet: payTo of its terms, sender and gas payer of its refunds (default on the dev chain: the dev merchant)")
 	f.Int64Var(&fc.echoCapPerAddress, "echo-cap-per-address", facilitator.DefaultEchoCapPerAddress, "/echo payments per payer address per UTC day")
 	f.Int64Var(&fc.echoCapPerDay, "echo-cap-per-day", facilitator.DefaultEchoCapPerDay, "/echo payments in total per UTC day")
@@ -130,10 +126,15 @@ type runningFacilitator struct {
 	catalog  *facilitator.Catalogue
 	svc      *facilitator.Service
 	srv      *web.Server
+
+	detachMetrics func()
 }
 
 func (r *runningFacilitator) close(ctx context.Context) error {
 	var errs []error
+	if r.detachMetrics != nil {
+		r.detachMetrics()
+	}
 	if r.srv != nil {
 		// Stop taking requests first, then let the engine finish what it
 		// broadcast, then close the chain clients and the store.
@@ -309,11 +310,14 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 		ln.Close()
 		return nil, err
 	}
-	rf.srv = &web.Server{Name: "facilitator", Listener: ln, Handler: rf.svc.Handler(), Logger: logger,
+	rf.srv = &web.Server{Name: "facilitator", Listener: ln, Handler: c.withMetricsRoute(rf.svc.Handler()), Logger: logger,
 		WriteTimeout: fc.settleTimeout + 30*time.Second}
 	if err := rf.srv.Open(); err != nil {
 		return nil, err
 	}
+	c.started.facilitatorURL = rf.srv.URL()
+	rf.detachMetrics = collector.attach(nil, rf.db, rf.engine)
+	c.db = rf.db
 	return rf, nil
 }
 
@@ -325,7 +329,7 @@ func (c *cli) echoConfig(ctx context.Context, fc *facilitatorConfig, rf *running
 	if rf.dev != nil {
 		devID = rf.dev.Network.ID()
 	}
-	name := facilitator.EchoNetworkName(fc.echoNetwork, devID)
+	name := facilitator.EchoNetworkName(echoNetworkOrDefault(fc.echoNetwork, chains), devID)
 	echo := &facilitator.EchoConfig{Network: name, DB: rf.db, CapPerAddress: fc.echoCapPerAddress, CapPerDay: fc.echoCapPerDay}
 	var net *evm.Network
 	for _, ch := range chains {
@@ -336,6 +340,7 @@ func (c *cli) echoConfig(ctx context.Context, fc *facilitatorConfig, rf *running
 	if net == nil {
 		echo.NotServing = fmt.Sprintf("network %s is not served by this facilitator (add --network %s, or set --echo-network)", name, name)
 		logger.Info("/echo is not serving", "reason", echo.NotServing)
+		c.started.echoNotServing = echo.NotServing
 		return echo, nil
 	}
 	echo.Chain = net
@@ -365,8 +370,21 @@ func (c *cli) echoConfig(ctx context.Context, fc *facilitatorConfig, rf *running
 	default:
 		echo.NotServing = fmt.Sprintf("no --echo-wallet-key-file for network %s", name)
 		logger.Info("/echo is not serving", "reason", echo.NotServing)
+		c.started.echoNotServing = echo.NotServing
+	}
+	if echo.NotServing == "" {
+		c.started.echoNetwork = name
 	}
 	return echo, nil
+}
+
+// echoNetworkOrDefault is --echo-network, or when it is not given the
+// first network served, so /echo works on whatever the facilitator runs.
+func echoNetworkOrDefault(flag string, chains []settle.Chain) string {
+	if flag == "" && len(chains) > 0 {
+		return chains[0].ID()
+	}
+	return flag
 }
 
 func (c *cli) facilitatorCmd() *cobra.Command {
@@ -386,6 +404,7 @@ func (c *cli) facilitatorCmd() *cobra.Command {
 		},
 	}
 	fc.flags(cmd)
+	c.serverFlags(cmd)
 	return cmd
 }
 
@@ -418,8 +437,8 @@ func (c *cli) serveCmd() *cobra.Command {
 		},
 	}
 	rc.flags(cmd)
-	fc.echoNetwork = "dev" // under serve /echo pays on the in-process dev chain
 	fc.flags(cmd)
+	c.serverFlags(cmd)
 	return cmd
 }
 
@@ -460,6 +479,7 @@ func (c *cli) announceDevAccounts(d *evm.DevChain, logger *slog.Logger) error {
 	if err := os.WriteFile(keyFile, []byte(hexKey+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write dev payer key: %w", err)
 	}
+	c.started.dev = &devAccounts{network: d.Network.ID(), payer: d.Payer.Hex(), payerKeyFile: keyFile, merchant: d.Merchant.Hex()}
 	logger.Info("dev chain ready (test keys, they guard nothing)",
 		"network", d.Network.ID(), "v1_name", d.Network.V1Name(), "usdc", d.Asset.Hex(),
 		"payer", d.Payer.Hex(), "payer_key", hexKey, "payer_key_file", keyFile,

@@ -154,7 +154,10 @@ func (c *cli) openRegistryStores(ctx context.Context, logger *slog.Logger, fresh
 		Logger:  logger.With("component", "ingest"),
 	}}
 	if isTerminal(c.stderr) {
+		// The bar shows the progress and the summary each source's outcome;
+		// per-source log lines would break the bar up.
 		s.ingester.Progress = c.stderr
+		s.ingester.Logger = slog.New(belowErrorAsDebug{logger.Handler()}).With("component", "ingest")
 	}
 	pending, err := db.Counter(rebuildMarker)
 	if err != nil {
@@ -285,7 +288,7 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		stores.close()
 		return nil, err
 	}
-	srv := &web.Server{Name: "registry", Listener: ln, Handler: svc.Handler(), Logger: regLog}
+	srv := &web.Server{Name: "registry", Listener: ln, Handler: c.withMetricsRoute(svc.Handler()), Logger: regLog}
 	if err := srv.Open(); err != nil {
 		svc.Close(ctx)
 		stores.close()
@@ -303,7 +306,10 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 	if rc.probe.Interval > 0 {
 		svc.StartProbes(ctx)
 	}
-	stop := func() { stopInbox(); stopRecrawl() }
+	c.started.registryURL = srv.URL()
+	detach := collector.attach(stores.ix, stores.db, nil)
+	c.db = stores.db
+	stop := func() { detach(); stopInbox(); stopRecrawl() }
 	return &runningRegistry{stores: stores, svc: svc, srv: srv, stopRecrawl: stop}, nil
 }
 
@@ -324,6 +330,7 @@ func (c *cli) registryCmd() *cobra.Command {
 		},
 	}
 	rc.flags(cmd)
+	c.serverFlags(cmd)
 	return cmd
 }
 
@@ -427,12 +434,40 @@ func (c *cli) runServices(ctx context.Context, starts ...func(context.Context, *
 			for i := len(closers) - 1; i >= 0; i-- {
 				_ = closers[i](context.Background())
 			}
-			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			if ctx.Err() != nil {
+				// A signal during start-up is a clean stop, however the
+				// interrupted step reports it.
+				logger.Info("start-up interrupted", "err", err)
 				return nil
 			}
 			return err
 		}
 		closers = append(closers, cl)
+	}
+	msrv, err := c.startMetricsListener(logger)
+	if err != nil {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i](context.Background())
+		}
+		return err
+	}
+	if msrv != nil {
+		closers = append(closers, msrv.Close)
+	}
+	if c.db != nil {
+		adm, err := c.startAdminSocket(c.db, logger)
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				_ = closers[i](context.Background())
+			}
+			return err
+		}
+		if adm != nil {
+			closers = append(closers, adm.Close)
+		}
+	}
+	if isTerminal(c.stdout) {
+		printBanner(c.stdout, c.global.dataDir, &c.started)
 	}
 	<-ctx.Done()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

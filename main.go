@@ -11,12 +11,13 @@ import (
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
+	// SIGINT (Ctrl-C) and SIGTERM (systemd, docker stop) both begin a clean
+	// shutdown that exits 0. Once one has arrived the handler is removed, so
+	// a second Ctrl-C ends a shutdown that hangs.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop)
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "ardx:", err)
 		os.Exit(1)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -71,12 +72,43 @@ func TestReadSignerKeysNeverEchoesKeys(t *testing.T) {
 	}
 }
 
-func TestVersionCommand(t *testing.T) {
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"version"}, envOf(nil), nil, &out, &out); err != nil {
-		t.Fatal(err)
+func TestVersionCommandAndFlag(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, envOf(nil), nil, &out, &out); err != nil {
+			t.Fatal(err)
+		}
+		if want := "ardx " + version + "\n"; out.String() != want {
+			t.Errorf("%v printed %q, want %q", args, out.String(), want)
+		}
 	}
-	if !strings.HasPrefix(out.String(), "ardx ") {
-		t.Errorf("version printed %q", out.String())
+}
+
+func TestResolveVersion(t *testing.T) {
+	vcs := func(rev, modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
+	}
+	const rev = "c1aa44884c5b87455c367d06fb2fb1d246e003f9"
+	tests := []struct {
+		name    string
+		ldflags string
+		bi      *debug.BuildInfo
+		want    string
+	}{
+		{"ldflags win", "v1.2.3", &debug.BuildInfo{Main: debug.Module{Version: "v9.9.9"}}, "v1.2.3"},
+		{"go install module@tag", "dev", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}}, "v1.4.0"},
+		{"go build in a checkout", "dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261125000237-c1aa44884c5b+dirty"}, Settings: vcs(rev, "true")},
+			"v0.0.0-20261125000237-c1aa44884c5b+dirty"},
+		{"revision without a module version", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs(rev, "true")}, "dev-c1aa44884c5b-dirty"},
+		{"clean revision", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs(rev, "false")}, "dev-c1aa44884c5b"},
+		{"nothing known", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
+		{"no build info", "dev", nil, "dev"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := resolveVersion(tc.ldflags, tc.bi, tc.bi != nil); got != tc.want {
+				t.Errorf("resolveVersion = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -244,10 +244,13 @@ func (s *Service) routes() http.Handler {
 	r.Handler(http.MethodGet, "/mcp", http.HandlerFunc(s.handleMCPMethodNotAllowed))
 	r.Handler(http.MethodDelete, "/mcp", http.HandlerFunc(s.handleMCPMethodNotAllowed))
 	r.Handler(http.MethodGet, "/integrate", http.HandlerFunc(s.handleIntegrate))
+	r.Handler(http.MethodGet, "/", http.HandlerFunc(s.handleHome))
+	r.Handler(http.MethodGet, "/openapi.json", http.HandlerFunc(s.handleOpenAPI))
 
 	return web.Chain(r,
 		web.WithRequestID,
 		web.WithLogging(s.logger),
+		web.WithMetrics("facilitator", r),
 		web.WithRecover(s.problems),
 		s.withRateLimit,
 	)

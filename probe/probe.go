@@ -495,6 +495,7 @@ func (s *Scheduler) probe(ctx context.Context, t Target) {
 	if obs.Class == "" {
 		obs.Class = Classify(obs.Err)
 	}
+	probeResults.WithLabelValues(t.Path, string(obs.Class)).Inc()
 	at := s.opts.Now().UTC()
 	msg := ""
 	if obs.Err != nil {

@@ -75,6 +75,7 @@ func (d *demandWriter) record(rec kv.SearchRecord) {
 	select {
 	case d.queue <- rec:
 	default:
+		demandDropsTotal.Inc()
 		if n := d.dropped.Add(1); n&(n-1) == 0 { // log at 1, 2, 4, 8... drops
 			d.log.Warn("demand log queue full; search not recorded", "dropped_total", n)
 		}
@@ -137,6 +138,7 @@ func (d *demandWriter) commitAll(group []kv.SearchRecord) {
 func (d *demandWriter) commit(group []kv.SearchRecord) {
 	if err := d.db.AppendSearches(group); err != nil {
 		d.dropped.Add(int64(len(group)))
+		demandDropsTotal.Add(float64(len(group)))
 		d.log.Error("demand log commit failed; searches not recorded", "records", len(group), "err", err)
 	}
 }

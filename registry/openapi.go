@@ -2,8 +2,9 @@ package registry
 
 import (
 	_ "embed"
-	"encoding/json"
 	"fmt"
+
+	"github.com/ardx-dev/ardx/web"
 )
 
 // openapiTemplate is the registry's interface description (OpenAPI 3.1.0,
@@ -14,14 +15,9 @@ var openapiTemplate []byte
 
 // buildOpenAPI returns the description served at GET /openapi.json.
 func buildOpenAPI(publicURL string) ([]byte, error) {
-	var doc map[string]any
-	if err := json.Unmarshal(openapiTemplate, &doc); err != nil {
-		return nil, fmt.Errorf("registry: embedded openapi.json: %w", err)
-	}
-	doc["servers"] = []map[string]string{{"url": publicURL}}
-	out, err := json.MarshalIndent(doc, "", "  ")
+	doc, err := web.OpenAPIWithServer(openapiTemplate, publicURL)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("registry: %w", err)
 	}
-	return append(out, '\n'), nil
+	return doc, nil
 }

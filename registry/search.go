@@ -166,6 +166,7 @@ func (s *Service) recordSearch(req searchRequest, results []kv.ReturnedEntry, ou
 		rec.Filter = map[string][]string(req.Filter)
 	}
 	s.demand.record(rec)
+	searchesTotal.WithLabelValues(req.Federation, resultsLabel(len(results))).Inc()
 }
 
 func writeResponse(w http.ResponseWriter, body []byte) {

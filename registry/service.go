@@ -232,6 +232,7 @@ type route struct {
 // routeTable lists every route of the registry API. The OpenAPI test walks it.
 func (s *Service) routeTable() []route {
 	return []route{
+		{http.MethodGet, "/", s.handleHome},
 		{http.MethodPost, "/search", s.handleSearch},
 		{http.MethodPost, "/explore", s.handleExplore},
 		{http.MethodGet, "/agents", s.handleAgents},
@@ -275,6 +276,7 @@ func (s *Service) routes() http.Handler {
 	return web.Chain(r,
 		web.WithRequestID,
 		web.WithLogging(s.log),
+		web.WithMetrics("registry", r),
 		web.WithRecover(s.problems),
 		withCORS,
 		web.WithBodyLimit(maxBodyBytes),

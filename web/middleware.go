@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"math"
 	"net/http"
 	"time"
 )
@@ -67,22 +68,36 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// WithLogging logs each request at debug level (errors at warn) with method,
-// path, status and duration. It logs no client address or user agent.
+// WithLogging logs each request in one compact line: method, path, status,
+// bytes, milliseconds and request id; at info, server errors at warn, and
+// the polls of monitors (/health, /metrics) at debug. It logs no client
+// address or user agent.
 func WithLogging(logger *slog.Logger) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			rec := &statusRecorder{ResponseWriter: w}
 			next.ServeHTTP(rec, r)
-			level := slog.LevelDebug
-			if rec.status >= 500 {
+			level := slog.LevelInfo
+			switch {
+			case rec.status >= 500:
 				level = slog.LevelWarn
+			case r.URL.Path == "/health" || r.URL.Path == "/metrics":
+				level = slog.LevelDebug
 			}
-			logger.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
-				"status", rec.status, "bytes", rec.bytes, "dur", time.Since(start), "request_id", RequestID(r.Context()))
+			if !logger.Enabled(r.Context(), level) {
+				return
+			}
+			logger.LogAttrs(r.Context(), level, "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.Int("status", rec.status), slog.Int("bytes", rec.bytes), slog.Float64("ms", millis(time.Since(start))),
+				slog.String("request_id", RequestID(r.Context())))
 		})
 	}
+}
+
+// millis is d in milliseconds with two decimals, as people read latency.
+func millis(d time.Duration) float64 {
+	return math.Round(float64(d)/float64(time.Millisecond)*100) / 100
 }
 
 // WithRecover turns a panic into a 500 problem instead of a dropped

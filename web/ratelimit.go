@@ -205,6 +205,7 @@ func (l *Limiter) Allow(r *http.Request, bucket string, w http.ResponseWriter) (
 	if ok {
 		return true, 0
 	}
+	rateLimitRefusals.WithLabelValues(b.Name).Inc()
 	retryAfter = max(1, ceilSeconds((1-tokens)/b.Rate-eps))
 	h.Set("Retry-After", strconv.Itoa(retryAfter))
 	return false, retryAfter

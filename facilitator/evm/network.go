@@ -247,6 +247,7 @@ func Open(ctx context.Context, cfg NetworkConfig) (*Network, error) {
 		}
 		n.backend, n.closeRPC = c, c.Close
 	}
+	n.backend = meteredBackend{b: n.backend, network: n.id}
 	if err := n.readChain(ctx, cfg.RPC); err != nil {
 		n.closeBackend()
 		return nil, err

@@ -248,6 +248,8 @@ func (in *Ingester) Crawl(ctx context.Context, domains ...string) (*CrawlReport,
 			firstErr = res.err
 		}
 		prog.line(res.r.line())
+		crawledDomainsTotal.WithLabelValues(outcomeLabel(res.r.Error != "")).Inc()
+		countEntries(res.r.Added, res.r.Changed, res.r.Removed, len(res.r.Rejected))
 	}
 	// Domains never started (cancelled) still get a line.
 	for i, ok := range done {

@@ -153,6 +153,13 @@ func (r *Report) Print(w io.Writer) {
 			}
 			fmt.Fprintf(w, "    rejected %s\n", p.location())
 		}
+		for i, p := range s.Warnings {
+			if i == maxPrintedRejections {
+				fmt.Fprintf(w, "    ... and %d more warnings\n", len(s.Warnings)-i)
+				break
+			}
+			fmt.Fprintf(w, "    warning %s\n", p.location())
+		}
 	}
 }
 
@@ -375,7 +382,10 @@ func (in *Ingester) run(ctx context.Context, units []unit) (*Report, error) {
 		if l.err != nil {
 			l.report.Error = l.err.Error()
 			log.Warn("ingest source failed", "source", u.key, "err", l.err)
+			sourcesTotal.WithLabelValues(outcomeLabel(true)).Inc()
 		} else {
+			sourcesTotal.WithLabelValues(outcomeLabel(false)).Inc()
+			countEntries(l.report.Added, l.report.Changed, l.report.Removed, len(l.report.Rejected))
 			log.Info("ingested source", "source", u.key, "stored", l.report.Stored, "added", l.report.Added,
 				"changed", l.report.Changed, "removed", l.report.Removed, "rejected", len(l.report.Rejected))
 			for _, p := range l.report.Rejected {

@@ -1,0 +1,118 @@
+package evm
+
+import (
+	"context"
+	"errors"
+	"math/big"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// RPC metrics, registered with the default registerer (see web's Metrics
+// comment).
+var (
+	rpcDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ardx_rpc_request_duration_seconds",
+		Help:    "JSON-RPC calls to a network's node, by network and method, and how long they took.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"network", "method"})
+	rpcErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ardx_rpc_errors_total",
+		Help: "JSON-RPC calls that failed, by network and method (a receipt not found yet is not a failure).",
+	}, []string{"network", "method"})
+)
+
+// meteredBackend observes every call of a Backend in the RPC metrics.
+type meteredBackend struct {
+	b       Backend
+	network string
+}
+
+func (m meteredBackend) observe(method string, start time.Time, err error) {
+	rpcDuration.WithLabelValues(m.network, method).Observe(time.Since(start).Seconds())
+	if err != nil && !errors.Is(err, ethereum.NotFound) {
+		rpcErrors.WithLabelValues(m.network, method).Inc()
+	}
+}
+
+func (m meteredBackend) ChainID(ctx context.Context) (*big.Int, error) {
+	start := time.Now()
+	v, err := m.b.ChainID(ctx)
+	m.observe("eth_chainId", start, err)
+	return v, err
+}
+
+func (m meteredBackend) CallContract(ctx context.Context, call ethereum.CallMsg, block *big.Int) ([]byte, error) {
+	start := time.Now()
+	v, err := m.b.CallContract(ctx, call, block)
+	m.observe("eth_call", start, err)
+	return v, err
+}
+
+func (m meteredBackend) EstimateGas(ctx context.Context, call ethereum.CallMsg) (uint64, error) {
+	start := time.Now()
+	v, err := m.b.EstimateGas(ctx, call)
+	m.observe("eth_estimateGas", start, err)
+	return v, err
+}
+
+func (m meteredBackend) SendTransaction(ctx context.Context, tx *types.Transaction) error {
+	start := time.Now()
+	err := m.b.SendTransaction(ctx, tx)
+	m.observe("eth_sendRawTransaction", start, err)
+	return err
+}
+
+func (m meteredBackend) CodeAt(ctx context.Context, account common.Address, block *big.Int) ([]byte, error) {
+	start := time.Now()
+	v, err := m.b.CodeAt(ctx, account, block)
+	m.observe("eth_getCode", start, err)
+	return v, err
+}
+
+func (m meteredBackend) BalanceAt(ctx context.Context, account common.Address, block *big.Int) (*big.Int, error) {
+	start := time.Now()
+	v, err := m.b.BalanceAt(ctx, account, block)
+	m.observe("eth_getBalance", start, err)
+	return v, err
+}
+
+func (m meteredBackend) PendingNonceAt(ctx context.Context, account common.Address) (uint64, error) {
+	start := time.Now()
+	v, err := m.b.PendingNonceAt(ctx, account)
+	m.observe("eth_getTransactionCount", start, err)
+	return v, err
+}
+
+func (m meteredBackend) SuggestGasTipCap(ctx context.Context) (*big.Int, error) {
+	start := time.Now()
+	v, err := m.b.SuggestGasTipCap(ctx)
+	m.observe("eth_maxPriorityFeePerGas", start, err)
+	return v, err
+}
+
+func (m meteredBackend) HeaderByNumber(ctx context.Context, number *big.Int) (*types.Header, error) {
+	start := time.Now()
+	v, err := m.b.HeaderByNumber(ctx, number)
+	m.observe("eth_getBlockByNumber", start, err)
+	return v, err
+}
+
+func (m meteredBackend) TransactionReceipt(ctx context.Context, hash common.Hash) (*types.Receipt, error) {
+	start := time.Now()
+	v, err := m.b.TransactionReceipt(ctx, hash)
+	m.observe("eth_getTransactionReceipt", start, err)
+	return v, err
+}
+
+func (m meteredBackend) TransactionByHash(ctx context.Context, hash common.Hash) (*types.Transaction, bool, error) {
+	start := time.Now()
+	v, pending, err := m.b.TransactionByHash(ctx, hash)
+	m.observe("eth_getTransactionByHash", start, err)
+	return v, pending, err
+}
