@@ -90,7 +90,7 @@ func TestMetricsParseAndCoverBothServices(t *testing.T) {
 		{"ardx_settle_pending", nil},
 		{"ardx_settle_pending_oldest_age_seconds", nil},
 		{"ardx_rpc_request_duration_seconds", map[string]string{"network": "eip155:1337", "method": "eth_chainId"}},
-		{"ardx_probe_results_total", map[string]string{"path": "rpc", "outcome": "up"}},
+		{"ardx_probe_results_total", map[string]string{"path": "rpc", "outcome": "ok"}},
 		{"go_goroutines", nil},
 	} {
 		if sample(fams, tc.name, tc.labels) == nil {
