@@ -35,6 +35,7 @@ type facilitatorConfig struct {
 	assets         []string
 	signerKeyFile  string
 	settleTimeout  time.Duration
+	stuckAfter     time.Duration
 	sanctionsList  string
 	rateLimits     []string
 	trustedProxies []string
@@ -56,6 +57,7 @@ func (fc *facilitatorConfig) flags(cmd *cobra.Command) {
 	f.StringArrayVar(&fc.assets, "asset", nil, "token contract of a network, NETWORK=ADDRESS (repeatable; required for eip155:<chainId> networks ardx does not know)")
 	f.StringVar(&fc.signerKeyFile, "signer-key-file", "", "file with the gas-paying signer keys, one hex key per line (or set ARDX_SIGNER_KEYS)")
 	f.DurationVar(&fc.settleTimeout, "settle-timeout", 25*time.Second, "answer settlement_pending after this long; the settlement goes on in the background")
+	f.DurationVar(&fc.stuckAfter, "stuck-after", settle.DefaultStuckAfter, "a broadcast transaction without a receipt this long is sent again, then replaced at a higher fee with the same nonce")
 	f.StringVar(&fc.sanctionsList, "sanctions-list", "", "screened addresses: one per line with # comments, or a JSON array; reloaded when it changes")
 	f.StringArrayVar(&fc.rateLimits, "rate-limit", nil, "rate-limit bucket NAME=RATE:BURST (settle, payments-read, discovery), or off (repeatable)")
 	f.StringArrayVar(&fc.trustedProxies, "trusted-proxy", nil, "CIDR whose X-Forwarded-For is believed (repeatable)")
@@ -134,13 +136,19 @@ type runningFacilitator struct {
 
 func (r *runningFacilitator) close(ctx context.Context) error {
 	var errs []error
-	if r.srv != nil {
-		// Stop taking requests first, then let the engine finish what it
-		// broadcast, then close the chain clients and the store.
-		errs = append(errs, r.svc.Close(ctx), r.srv.Close(ctx))
+	if r.svc != nil {
+		errs = append(errs, r.svc.Close(ctx)) // /health turns 503
 	}
 	if r.engine != nil {
+		// The engine lets settlements due within a block or two finish
+		// (settle.CloseGrace) and leaves the rest pending for the next
+		// start, which answers the requests waiting on them: then the
+		// listener drains at once, and a stop takes seconds whatever the
+		// backlog.
 		errs = append(errs, r.engine.Close(ctx))
+	}
+	if r.srv != nil {
+		errs = append(errs, r.srv.Close(ctx))
 	}
 	// Probes stop before the networks they probe close.
 	errs = append(errs, r.probes.close(ctx))
@@ -164,8 +172,10 @@ func (r *runningFacilitator) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// startFacilitator opens the networks, reconciles pending settlements and
-// starts the listener. db may be shared with the registry (serve); when nil
+// startFacilitator opens the networks, starts the listener, then resolves
+// the settlements a previous process left pending in the background: the
+// service answers /health whatever the backlog, and a network whose RPC
+// does not answer starts withdrawn. db may be shared with the registry (serve); when nil
 // the facilitator opens the data dir itself.
 func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *kv.DB, logger *slog.Logger) (_ *runningFacilitator, err error) {
 	svcLog := logger
@@ -221,7 +231,9 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 			if rf.dev != nil {
 				return nil, errors.New("--network dev given twice")
 			}
-			if rf.dev, err = evm.NewDevChain(ctx, logger); err != nil {
+			// The dev chain keeps its state in the data dir, so the
+			// transactions recorded before a crash exist after it.
+			if rf.dev, err = evm.OpenDevChain(ctx, logger, filepath.Join(c.global.dataDir, "devchain")); err != nil {
 				return nil, fmt.Errorf("dev chain: %w", err)
 			}
 			n = rf.dev.Network
@@ -270,15 +282,12 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 	if err != nil {
 		return nil, err
 	}
-	opts := settle.Options{SettleTimeout: fc.settleTimeout, Logger: logger, OnSettled: rf.catalog.OnSettled}
+	opts := settle.Options{SettleTimeout: fc.settleTimeout, StuckAfter: fc.stuckAfter, Logger: logger, OnSettled: rf.catalog.OnSettled}
 	if rf.screen != nil {
 		opts.Screener = rf.screen
 	}
 	if rf.engine, err = settle.NewEngine(rf.db, chains, opts); err != nil {
 		return nil, err
-	}
-	if err := rf.engine.Reconcile(ctx); err != nil {
-		return nil, fmt.Errorf("reconcile pending settlements: %w", err)
 	}
 	if rf.probes, err = startFacilitatorProbes(ctx, rf.db, fc.probeInterval, names, rpcs, rf.dev, rf.networks, logger); err != nil {
 		return nil, err
@@ -314,6 +323,7 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 	if err := rf.srv.Open(); err != nil {
 		return nil, err
 	}
+	rf.engine.StartReconciling()
 	return rf, nil
 }
 
