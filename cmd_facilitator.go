@@ -12,7 +12,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ethereum/go-ethereum/crypto"
@@ -283,6 +286,9 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 		return nil, err
 	}
 	opts := settle.Options{SettleTimeout: fc.settleTimeout, StuckAfter: fc.stuckAfter, Logger: logger, OnSettled: rf.catalog.OnSettled}
+	if opts.Failpoint, err = crashFailpoint(c.getenv("ARDX_TEST_CRASH_AT"), logger); err != nil {
+		return nil, err
+	}
 	if rf.screen != nil {
 		opts.Screener = rf.screen
 	}
@@ -325,6 +331,30 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 	}
 	rf.engine.StartReconciling()
 	return rf, nil
+}
+
+// crashFailpoint parses ARDX_TEST_CRASH_AT, "POINT:N" (POINT one of the
+// settle.Failpoint* names): the process kills itself with SIGKILL the Nth
+// time settlement reaches POINT. Crash tests use it to die exactly between
+// recording and sending, after sending, or during start-up reconciliation;
+// never set it otherwise. "" returns nil.
+func crashFailpoint(spec string, logger *slog.Logger) (func(string), error) {
+	if spec == "" {
+		return nil, nil
+	}
+	point, nth, ok := strings.Cut(spec, ":")
+	n, err := strconv.Atoi(nth)
+	if !ok || err != nil || n < 1 || (point != settle.FailpointBeforeBroadcast && point != settle.FailpointAfterBroadcast && point != settle.FailpointReconcile) {
+		return nil, fmt.Errorf("ARDX_TEST_CRASH_AT %q: want POINT:N with POINT %s, %s or %s", spec, settle.FailpointBeforeBroadcast, settle.FailpointAfterBroadcast, settle.FailpointReconcile)
+	}
+	logger.Warn("crash test failpoint armed: this process kills itself", "point", point, "at", n)
+	var hits atomic.Int64
+	return func(p string) {
+		if p == point && hits.Add(1) == int64(n) {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
+		}
+	}, nil
 }
 
 // echoConfig resolves the /echo merchant's network and wallet. A network

@@ -58,9 +58,15 @@ type proc struct {
 // its listening URL.
 func startArdx(t *testing.T, want []string, args ...string) *proc {
 	t.Helper()
+	return startArdxEnv(t, nil, want, args...)
+}
+
+// startArdxEnv is startArdx with extra environment variables.
+func startArdxEnv(t *testing.T, env []string, want []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{urls: map[string]string{}, ready: make(chan struct{}), want: want}
 	p.cmd = exec.Command(binary(t), append(args, "--log-format", "json")...)
-	p.cmd.Env = append(os.Environ(), "ARDX_LOG_LEVEL=info")
+	p.cmd.Env = append(append(os.Environ(), "ARDX_LOG_LEVEL=info"), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

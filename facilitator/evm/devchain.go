@@ -98,7 +98,9 @@ func OpenDevChain(ctx context.Context, logger *slog.Logger, dir string) (_ *DevC
 			return nil, fmt.Errorf("devchain: %w", err)
 		}
 		opts = append(opts, func(nc *node.Config, ec *ethconfig.Config) {
-			nc.DataDir, nc.DBEngine = dir, "leveldb"
+			// A fixed instance name: by default it is the binary's, and a
+			// test binary opening the same dir would find another chain.
+			nc.DataDir, nc.Name, nc.DBEngine = dir, "chain", "leveldb"
 			ec.StateScheme, ec.NoPruning, ec.SnapshotCache = rawdb.HashScheme, true, 0
 			// A small chain: small caches keep opening and memory cheap.
 			ec.DatabaseCache, ec.TrieCleanCache, ec.TrieDirtyCache = 16, 16, 16

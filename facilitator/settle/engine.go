@@ -89,6 +89,25 @@ type Options struct {
 	// time replaced at a higher fee, and a nonce gap in front of it is
 	// filled. Default 30 s.
 	StuckAfter time.Duration
+	// Failpoint, when set, is called at the points where a crash tests
+	// exactly-once settlement: FailpointBeforeBroadcast (intent recorded,
+	// nothing sent), FailpointAfterBroadcast (sent, outcome not recorded)
+	// and FailpointReconcile (a reconciliation about to send again). Crash
+	// tests kill the process there; never set otherwise.
+	Failpoint func(point string)
+}
+
+// The failpoints of Options.Failpoint.
+const (
+	FailpointBeforeBroadcast = "before-broadcast"
+	FailpointAfterBroadcast  = "after-broadcast"
+	FailpointReconcile       = "reconcile"
+)
+
+func (e *Engine) failpoint(point string) {
+	if e.opts.Failpoint != nil {
+		e.opts.Failpoint(point)
+	}
 }
 
 // Engine settles payments exactly once per canonical request body. It is safe

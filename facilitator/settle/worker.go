@@ -219,6 +219,7 @@ func (e *Engine) recordAndBroadcast(n *network, run []signed) {
 	for i := range run {
 		s := &run[i]
 		s.rec = recs[i]
+		e.failpoint(FailpointBeforeBroadcast)
 		if e.broadcast(n, s.j.f, &s.rec, s.tx, false) {
 			continue
 		}
@@ -287,6 +288,7 @@ func (e *Engine) resolve(n *network, j *job) {
 	}
 	tx := &Tx{Signer: in.Signer, Nonce: in.Nonce, Hash: in.TxHash, Raw: in.RawTx}
 	e.log.Info("reconcile: re-broadcasting recorded transaction", "network", n.id, "body", f.key, "tx", tx.Hash, "signer", tx.Signer, "nonce", tx.Nonce)
+	e.failpoint(FailpointReconcile)
 	e.broadcast(n, f, rec, tx, true)
 }
 
@@ -377,6 +379,7 @@ func (e *Engine) broadcast(n *network, f *flight, rec *kv.Settlement, tx *Tx, re
 	}
 	switch {
 	case err == nil:
+		e.failpoint(FailpointAfterBroadcast)
 		if resyncAfter {
 			e.resync(n, tx.Signer)
 		}
