@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"math/big"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/ardx-dev/ardx/facilitator"
 	"github.com/ardx-dev/ardx/facilitator/evm"
@@ -308,5 +311,53 @@ func TestFacilitatorStopsDuringReconciliationThenUnsticks(t *testing.T) {
 	}
 	if n := transfersToMerchant(t, rf.dev); n != 1 {
 		t.Fatalf("transfers to the merchant = %d, want 1", n)
+	}
+}
+
+// TestFacilitatorStartsWithOneDeadRPC: base-sepolia's RPC does not answer.
+// The facilitator starts at once, serves the dev chain, and lists
+// base-sepolia as unavailable and outside kinds.
+func TestFacilitatorStartsWithOneDeadRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	c := &cli{getenv: envOf(map[string]string{"ARDX_SIGNER_KEYS": hex.EncodeToString(crypto.FromECDSA(evm.DevKey("other signer")))}), stdout: io.Discard, stderr: io.Discard}
+	c.global.dataDir = t.TempDir()
+	fc := facilitatorConfig{
+		addr: "127.0.0.1:0", networks: []string{"dev", "base-sepolia"}, rpcs: []string{"base-sepolia=" + dead},
+		settleTimeout: 5 * time.Second, probeInterval: time.Hour, echoNetwork: "dev", echoCapPerAddress: 1, echoCapPerDay: 1,
+	}
+	rf, err := c.startFacilitator(context.Background(), &fc, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("start with a dead RPC: %v", err)
+	}
+	defer closeFacilitator(t, rf)
+	resp, err := http.Get("http://" + rf.srv.ListenAddr() + "/supported")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sup facilitator.SupportedResponse
+	err = json.NewDecoder(resp.Body).Decode(&sup)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range sup.Kinds {
+		if k.Network == "eip155:84532" || k.Network == "base-sepolia" {
+			t.Errorf("dead network in kinds: %+v", sup.Kinds)
+		}
+	}
+	if st := sup.Networks["eip155:84532"]; st.Available || st.Reason == "" {
+		t.Errorf("dead network entry = %+v, want unavailable with a reason", st)
+	}
+	if st := sup.Networks["eip155:1337"]; !st.Available {
+		t.Errorf("dev network entry = %+v, want available", st)
+	}
+	body := devBody(t, rf.dev, 1000, "https://merchant.example/live")
+	if sr, _ := settleUntilFinal(t, "http://"+rf.srv.ListenAddr(), body); !sr.Success {
+		t.Fatalf("settle on the live network = %+v", sr)
 	}
 }
