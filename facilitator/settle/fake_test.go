@@ -495,10 +495,3 @@ func (c *fakeChain) FillNonce(ctx context.Context, signer string, nonce uint64) 
 	c.mu.Unlock()
 	return &settle.Tx{Signer: signer, Nonce: nonce, Hash: "0x" + hex.EncodeToString(sum[:]), Raw: raw}, nil
 }
-
-// dropTx forgets one unmined transaction (a node's pool evicted it).
-func (c *fakeChain) dropTx(hash string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.pool, hash)
-}
