@@ -459,9 +459,12 @@ func newAutoMiner(ctx context.Context, sim *simulated.Backend, dir string) *auto
 func (m *autoMiner) commit() {
 	hash := m.sim.Commit()
 	if m.headFile != "" {
-		// No fsync: the block itself is only as durable as the OS's
-		// buffers, and the file must not name a block newer than them.
-		_ = os.WriteFile(m.headFile, []byte(hash.Hex()), 0o600)
+		// Written aside and renamed, so a kill never leaves it empty. No
+		// fsync: the block itself is only as durable as the OS's buffers.
+		tmp := m.headFile + ".tmp"
+		if os.WriteFile(tmp, []byte(hash.Hex()), 0o600) == nil {
+			_ = os.Rename(tmp, m.headFile)
+		}
 	}
 	now := time.Now().Unix()
 	m.head = max(m.head+1, now)
