@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,6 +54,8 @@ var killPoints = []struct {
 
 const bodiesPerKillPoint = 30
 
+var crashClient = &http.Client{Timeout: 45 * time.Second}
+
 func runKillPoints(t *testing.T, target crashTarget) {
 	var all []*crashBody
 	for round, kp := range killPoints {
@@ -70,7 +71,7 @@ func runKillPoints(t *testing.T, target crashTarget) {
 		for _, spec := range kp.crashes {
 			p, base := startCrashable(t, target.args, spec)
 			ctx, cancel := context.WithCancel(context.Background())
-			wg := settleAll(ctx, bodies, base)
+			wg := settleAll(ctx, crashClient, bodies, base)
 			died := make(chan error, 1)
 			go func() { died <- p.cmd.Wait() }()
 			select {
@@ -87,7 +88,7 @@ func runKillPoints(t *testing.T, target crashTarget) {
 		}
 		p, base := startCrashable(t, target.args, "")
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		settleAll(ctx, bodies, base).Wait()
+		settleAll(ctx, crashClient, bodies, base).Wait()
 		cancel()
 		if n := countAcked(bodies); n != len(bodies) {
 			t.Fatalf("%s: %d of %d bodies final after the clean restart; log tail:\n%s", kp.name, n, len(bodies), tailOf(p.log(), 3000))
@@ -98,7 +99,7 @@ func runKillPoints(t *testing.T, target crashTarget) {
 				t.Errorf("%s: body %d replay: %d replayed=%v %s; acknowledged %+v", kp.name, i, again.status, again.replayed, again.raw, *b.acked)
 			}
 		}
-		stopWithin(t, p, 5*time.Second)
+		p.stopWithin(t, 5*time.Second)
 	}
 
 	// Exactly one Transfer per successful body, none for a failed one.
@@ -148,8 +149,7 @@ func startCrashable(t *testing.T, args []string, crashAt string) (*proc, string)
 }
 
 // settleAll posts every body until it is final or ctx ends.
-func settleAll(ctx context.Context, bodies []*crashBody, base string) *sync.WaitGroup {
-	client := &http.Client{Timeout: 45 * time.Second}
+func settleAll(ctx context.Context, client *http.Client, bodies []*crashBody, base string) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for _, b := range bodies {
 		wg.Add(1)
@@ -159,27 +159,6 @@ func settleAll(ctx context.Context, bodies []*crashBody, base string) *sync.Wait
 		}()
 	}
 	return &wg
-}
-
-// stopWithin sends SIGTERM and fails unless the process exits cleanly
-// within d.
-func stopWithin(t *testing.T, p *proc, d time.Duration) {
-	t.Helper()
-	start := time.Now()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("exit after SIGTERM: %v; log tail:\n%s", err, tailOf(p.log(), 3000))
-		}
-		t.Logf("stopped %v after SIGTERM", time.Since(start).Round(time.Millisecond))
-	case <-time.After(d):
-		_ = p.cmd.Process.Kill()
-		<-done
-		t.Fatalf("still running %v after SIGTERM; log tail:\n%s", d, tailOf(p.log(), 3000))
-	}
 }
 
 // TestFacilitatorKillPointsOnGeth runs the kill points against geth --dev.
@@ -222,7 +201,7 @@ func TestFacilitatorKillPointsOnEmbeddedDevChain(t *testing.T) {
 		t.Fatalf("/supported: %d %s", code, body)
 	}
 	dev := sup.Networks[devNetwork]
-	stopWithin(t, p, 5*time.Second)
+	p.stopWithin(t, 5*time.Second)
 	payer := evm.DevKey("payer")
 	merchant := common.HexToAddress("0x00000000000000000000000000000000000e2e01")
 	runKillPoints(t, crashTarget{
@@ -304,5 +283,5 @@ func TestFacilitatorStartsWithADeadRPC(t *testing.T) {
 	if a := mustSettle(t, base, pay.body, ""); !a.resp.Success {
 		t.Fatalf("settle on the live network: %s", a.raw)
 	}
-	stopWithin(t, p, 5*time.Second)
+	p.stopWithin(t, 5*time.Second)
 }

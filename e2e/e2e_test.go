@@ -153,6 +153,13 @@ func (p *proc) stop(t *testing.T) {
 	if p.cmd.ProcessState != nil {
 		return
 	}
+	p.stopWithin(t, 10*time.Second)
+}
+
+// stopWithin sends SIGTERM and fails unless the process exits cleanly
+// within d (then it is killed).
+func (p *proc) stopWithin(t *testing.T, d time.Duration) {
+	start := time.Now()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
@@ -161,10 +168,11 @@ func (p *proc) stop(t *testing.T) {
 		if err != nil {
 			t.Errorf("ardx exited with %v; log:\n%s", err, p.log())
 		}
-	case <-time.After(10 * time.Second):
+		t.Logf("ardx stopped %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+	case <-time.After(d):
 		_ = p.cmd.Process.Kill()
 		<-done
-		t.Errorf("ardx did not stop within 10s of SIGTERM")
+		t.Errorf("ardx did not stop within %v of SIGTERM", d)
 	}
 }
 
