@@ -72,7 +72,7 @@ type Options struct {
 	OnSettled func(req *x402.PaymentRequest, resp x402.SettleResponse)
 	// ReceiptTimeout bounds the background wait for a broadcast transaction's
 	// receipt; after it the settlement stays pending until a later identical
-	// request or Reconcile finds the receipt. Default 10 min.
+	// request or the reconciliation loop takes it up again. Default 10 min.
 	ReceiptTimeout time.Duration
 	// ReceiptPoll is the time from broadcast to receipt assumed until one is
 	// observed on the network; receipt polls are paced by it. Default 20 ms.
