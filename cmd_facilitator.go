@@ -12,7 +12,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ethereum/go-ethereum/crypto"
@@ -35,6 +38,7 @@ type facilitatorConfig struct {
 	assets         []string
 	signerKeyFile  string
 	settleTimeout  time.Duration
+	stuckAfter     time.Duration
 	sanctionsList  string
 	rateLimits     []string
 	trustedProxies []string
@@ -56,6 +60,7 @@ func (fc *facilitatorConfig) flags(cmd *cobra.Command) {
 	f.StringArrayVar(&fc.assets, "asset", nil, "token contract of a network, NETWORK=ADDRESS (repeatable; required for eip155:<chainId> networks ardx does not know)")
 	f.StringVar(&fc.signerKeyFile, "signer-key-file", "", "file with the gas-paying signer keys, one hex key per line (or set ARDX_SIGNER_KEYS)")
 	f.DurationVar(&fc.settleTimeout, "settle-timeout", 25*time.Second, "answer settlement_pending after this long; the settlement goes on in the background")
+	f.DurationVar(&fc.stuckAfter, "stuck-after", settle.DefaultStuckAfter, "a broadcast transaction without a receipt this long is sent again, then replaced at a higher fee with the same nonce")
 	f.StringVar(&fc.sanctionsList, "sanctions-list", "", "screened addresses: one per line with # comments, or a JSON array; reloaded when it changes")
 	f.StringArrayVar(&fc.rateLimits, "rate-limit", nil, "rate-limit bucket NAME=RATE:BURST (settle, payments-read, discovery), or off (repeatable)")
 	f.StringArrayVar(&fc.trustedProxies, "trusted-proxy", nil, "CIDR whose X-Forwarded-For is believed (repeatable)")
@@ -135,13 +140,19 @@ func (r *runningFacilitator) close(ctx context.Context) error {
 	if r.detachMetrics != nil {
 		r.detachMetrics()
 	}
-	if r.srv != nil {
-		// Stop taking requests first, then let the engine finish what it
-		// broadcast, then close the chain clients and the store.
-		errs = append(errs, r.svc.Close(ctx), r.srv.Close(ctx))
+	if r.svc != nil {
+		errs = append(errs, r.svc.Close(ctx)) // /health turns 503
 	}
 	if r.engine != nil {
+		// The engine lets settlements due within a block or two finish
+		// (settle.CloseGrace) and leaves the rest pending for the next
+		// start, which answers the requests waiting on them: then the
+		// listener drains at once, and a stop takes seconds whatever the
+		// backlog.
 		errs = append(errs, r.engine.Close(ctx))
+	}
+	if r.srv != nil {
+		errs = append(errs, r.srv.Close(ctx))
 	}
 	// Probes stop before the networks they probe close.
 	errs = append(errs, r.probes.close(ctx))
@@ -165,8 +176,10 @@ func (r *runningFacilitator) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// startFacilitator opens the networks, reconciles pending settlements and
-// starts the listener. db may be shared with the registry (serve); when nil
+// startFacilitator opens the networks, starts the listener, then resolves
+// the settlements a previous process left pending in the background: the
+// service answers /health whatever the backlog, and a network whose RPC
+// does not answer starts withdrawn. db may be shared with the registry (serve); when nil
 // the facilitator opens the data dir itself.
 func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *kv.DB, logger *slog.Logger) (_ *runningFacilitator, err error) {
 	svcLog := logger
@@ -222,7 +235,9 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 			if rf.dev != nil {
 				return nil, errors.New("--network dev given twice")
 			}
-			if rf.dev, err = evm.NewDevChain(ctx, logger); err != nil {
+			// The dev chain keeps its state in the data dir, so the
+			// transactions recorded before a crash exist after it.
+			if rf.dev, err = evm.OpenDevChain(ctx, logger, filepath.Join(c.global.dataDir, "devchain")); err != nil {
 				return nil, fmt.Errorf("dev chain: %w", err)
 			}
 			n = rf.dev.Network
@@ -271,15 +286,15 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 	if err != nil {
 		return nil, err
 	}
-	opts := settle.Options{SettleTimeout: fc.settleTimeout, Logger: logger, OnSettled: rf.catalog.OnSettled}
+	opts := settle.Options{SettleTimeout: fc.settleTimeout, StuckAfter: fc.stuckAfter, Logger: logger, OnSettled: rf.catalog.OnSettled}
+	if opts.Failpoint, err = crashFailpoint(c.getenv("ARDX_TEST_CRASH_AT"), logger); err != nil {
+		return nil, err
+	}
 	if rf.screen != nil {
 		opts.Screener = rf.screen
 	}
 	if rf.engine, err = settle.NewEngine(rf.db, chains, opts); err != nil {
 		return nil, err
-	}
-	if err := rf.engine.Reconcile(ctx); err != nil {
-		return nil, fmt.Errorf("reconcile pending settlements: %w", err)
 	}
 	if rf.probes, err = startFacilitatorProbes(ctx, rf.db, fc.probeInterval, names, rpcs, rf.dev, rf.networks, logger); err != nil {
 		return nil, err
@@ -318,7 +333,32 @@ func (c *cli) startFacilitator(ctx context.Context, fc *facilitatorConfig, db *k
 	c.started.facilitatorURL = rf.srv.URL()
 	rf.detachMetrics = collector.attach(nil, rf.db, rf.engine)
 	c.db = rf.db
+	rf.engine.StartReconciling()
 	return rf, nil
+}
+
+// crashFailpoint parses ARDX_TEST_CRASH_AT, "POINT:N" (POINT one of the
+// settle.Failpoint* names): the process kills itself with SIGKILL the Nth
+// time settlement reaches POINT. Crash tests use it to die exactly between
+// recording and sending, after sending, or during start-up reconciliation;
+// never set it otherwise. "" returns nil.
+func crashFailpoint(spec string, logger *slog.Logger) (func(string), error) {
+	if spec == "" {
+		return nil, nil
+	}
+	point, nth, ok := strings.Cut(spec, ":")
+	n, err := strconv.Atoi(nth)
+	if !ok || err != nil || n < 1 || (point != settle.FailpointBeforeBroadcast && point != settle.FailpointAfterBroadcast && point != settle.FailpointReconcile) {
+		return nil, fmt.Errorf("ARDX_TEST_CRASH_AT %q: want POINT:N with POINT %s, %s or %s", spec, settle.FailpointBeforeBroadcast, settle.FailpointAfterBroadcast, settle.FailpointReconcile)
+	}
+	logger.Warn("crash test failpoint armed: this process kills itself", "point", point, "at", n)
+	var hits atomic.Int64
+	return func(p string) {
+		if p == point && hits.Add(1) == int64(n) {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
+		}
+	}, nil
 }
 
 // echoConfig resolves the /echo merchant's network and wallet. A network

@@ -58,11 +58,17 @@ type proc struct {
 // its listening URL.
 func startArdx(t *testing.T, want []string, args ...string) *proc {
 	t.Helper()
+	return startArdxEnv(t, nil, want, args...)
+}
+
+// startArdxEnv is startArdx with extra environment variables.
+func startArdxEnv(t *testing.T, env []string, want []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{urls: map[string]string{}, ready: make(chan struct{}), want: want}
 	p.cmd = exec.Command(binary(t), append(args, "--log-format", "json")...)
 	// Tests reach loopback only: no built-in public registry is asked and
 	// the default corpus's (public) endpoints are not probed.
-	p.cmd.Env = append(os.Environ(), "ARDX_LOG_LEVEL=info", "ARDX_PUBLIC_REGISTRIES=none", "ARDX_ENDPOINT_PROBE_INTERVAL=0")
+	p.cmd.Env = append(append(os.Environ(), "ARDX_LOG_LEVEL=info", "ARDX_PUBLIC_REGISTRIES=none", "ARDX_ENDPOINT_PROBE_INTERVAL=0"), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +155,13 @@ func (p *proc) stop(t *testing.T) {
 	if p.cmd.ProcessState != nil {
 		return
 	}
+	p.stopWithin(t, 10*time.Second)
+}
+
+// stopWithin sends SIGTERM and fails unless the process exits cleanly
+// within d (then it is killed).
+func (p *proc) stopWithin(t *testing.T, d time.Duration) {
+	start := time.Now()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
@@ -157,10 +170,11 @@ func (p *proc) stop(t *testing.T) {
 		if err != nil {
 			t.Errorf("ardx exited with %v; log:\n%s", err, p.log())
 		}
-	case <-time.After(10 * time.Second):
+		t.Logf("ardx stopped %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+	case <-time.After(d):
 		_ = p.cmd.Process.Kill()
 		<-done
-		t.Errorf("ardx did not stop within 10s of SIGTERM")
+		t.Errorf("ardx did not stop within %v of SIGTERM", d)
 	}
 }
 

@@ -258,14 +258,7 @@ func TestFacilitatorSettlesExactlyOnceAcrossKills(t *testing.T) {
 	for round := 0; round <= nKills; round++ {
 		p, base := env.startFacilitator(t)
 		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		for _, b := range bodies {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				b.settleUntilFinal(ctx, client, base)
-			}()
-		}
+		wg := settleAll(ctx, client, bodies, base)
 		if round < nKills {
 			// Kill at a random moment in the first seconds, or earlier when a
 			// random share of the remaining bodies has been acknowledged, so

@@ -106,6 +106,9 @@ type SettlementTotal struct {
 	Succeeded int64 `json:"succeeded"`
 	Failed    int64 `json:"failed"`
 	InFlight  int   `json:"inFlight"`
+	// Reconciliation is the state of settlements a previous process left
+	// pending (those waiting for their network, those whose chain is gone).
+	Reconciliation settle.Reconciliation `json:"reconciliation"`
 	// Unknown counts payments naming a network this facilitator does not
 	// serve.
 	Unknown settle.NetworkStats `json:"unknownNetwork"`
@@ -141,7 +144,8 @@ func (s *Service) status() StatusDocument {
 		Networks: make([]NetworkStatus, 0, len(s.cfg.Networks)),
 		Settlements: SettlementTotal{
 			Succeeded: stats.Succeeded, Failed: stats.Failed, InFlight: stats.InFlight,
-			Unknown: stats.Networks["unknown"],
+			Reconciliation: stats.Reconciliation,
+			Unknown:        stats.Networks["unknown"],
 		},
 	}
 	up := 0

@@ -63,10 +63,28 @@ func (e *AuthorizationClaimedError) Error() string {
 type SettlementIntent struct {
 	AuthorizationID string    `json:"authorizationId"` // "<chainId>:<asset>:<from>:<nonce>", lower case
 	Signer          string    `json:"signer"`
-	Nonce           uint64    `json:"nonce"` // the signer's account nonce
-	TxHash          string    `json:"txHash"`
-	RawTx           []byte    `json:"rawTx"`
+	Nonce           uint64    `json:"nonce"`  // the signer's account nonce
+	TxHash          string    `json:"txHash"` // the latest transaction broadcast for it
+	RawTx           []byte    `json:"rawTx"`  // TxHash's signed bytes
 	RecordedAt      time.Time `json:"recordedAt"`
+	// Replaced are the hashes broadcast before TxHash with the same signer
+	// and nonce (a stuck transaction replaced at a higher fee), oldest
+	// first. Any of them may be the one that mines.
+	Replaced []string `json:"replaced,omitempty"`
+	// Genesis is the genesis block hash of the chain the transaction was
+	// signed for; a node that now serves another genesis is another chain.
+	Genesis string `json:"genesis,omitempty"`
+}
+
+// Hashes returns every transaction hash broadcast for the intent, the
+// latest first.
+func (in *SettlementIntent) Hashes() []string {
+	out := make([]string, 0, 1+len(in.Replaced))
+	out = append(out, in.TxHash)
+	for i := len(in.Replaced) - 1; i >= 0; i-- {
+		out = append(out, in.Replaced[i])
+	}
+	return out
 }
 
 // Settlement is the durable record of one request body's settlement.
@@ -232,6 +250,43 @@ func (db *DB) FinishSettlement(s Settlement, releaseAuthorization bool) (Settlem
 		return stored, ErrSettlementFinal
 	}
 	return stored, nil
+}
+
+// ReplaceSettlementTx records, before it is broadcast, a transaction that
+// replaces the pending intent's latest one (same signer and nonce, higher
+// fee): the old hash moves to Replaced, so whichever of them mines is
+// found. It returns the updated record, or ErrSettlementFinal with the
+// stored one when the settlement is already final.
+func (db *DB) ReplaceSettlementTx(bodyKey, txHash string, raw []byte) (Settlement, error) {
+	var out Settlement
+	var final bool
+	err := db.group(func(tx *bolt.Tx) error {
+		final = false
+		s, err := getSettlement(tx, bodyKey)
+		if err != nil {
+			return err
+		}
+		out = s
+		if s.State.Final() {
+			final = true
+			return nil
+		}
+		if s.Intent == nil {
+			return fmt.Errorf("kv: settlement %s has no intent to replace", bodyKey)
+		}
+		in := *s.Intent
+		if in.TxHash != txHash {
+			in.Replaced = append(slices.Clone(in.Replaced), in.TxHash)
+			in.TxHash, in.RawTx = txHash, raw
+		}
+		s.Intent = &in
+		out = s
+		return putSettlement(tx, s)
+	})
+	if err == nil && final {
+		return out, ErrSettlementFinal
+	}
+	return out, err
 }
 
 // AuthorizationOwner returns the body key of the settlement that claimed

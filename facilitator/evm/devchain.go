@@ -7,15 +7,21 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/rawdb"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/eth/ethconfig"
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
+	"github.com/ethereum/go-ethereum/node"
 	"github.com/ethereum/go-ethereum/params"
 )
 
@@ -54,8 +60,28 @@ func DevKey(role string) *ecdsa.PrivateKey {
 	return k
 }
 
-// NewDevChain starts the dev chain and deploys and funds everything.
+// NewDevChain starts a dev chain in memory and deploys and funds everything.
 func NewDevChain(ctx context.Context, logger *slog.Logger) (*DevChain, error) {
+	return OpenDevChain(ctx, logger, "")
+}
+
+// devHeadFile names, in the dev chain's directory, the file holding the
+// hash of the last block sealed.
+const devHeadFile = "HEAD"
+
+// OpenDevChain starts the dev chain with its state in dir ("" keeps it in
+// memory): blocks, balances, nonces and the token survive a restart, also
+// after a kill, so a transaction recorded before a crash is found on the
+// chain that runs after it. The first start deploys the token and funds
+// the payer; later starts find them.
+//
+// The chain database is LevelDB, which hands every write to the OS as it
+// is made, in archive mode with the hash state scheme, so every block's
+// state is on disk once sealed (Pebble buffers its log, and the path scheme
+// keeps recent state in memory: both lose the last blocks to a kill). The
+// simulated backend rewinds its head to genesis when it opens, so the head
+// sealed last is recorded in dir/HEAD and restored.
+func OpenDevChain(ctx context.Context, logger *slog.Logger, dir string) (_ *DevChain, err error) {
 	d := &DevChain{
 		SignerKey: DevKey("signer"), PayerKey: DevKey("payer"),
 		MerchantKey: DevKey("merchant"), DeployerKey: DevKey("deployer"),
@@ -66,27 +92,59 @@ func NewDevChain(ctx context.Context, logger *slog.Logger) (*DevChain, error) {
 	d.Merchant = crypto.PubkeyToAddress(d.MerchantKey.PublicKey)
 	d.Deployer = crypto.PubkeyToAddress(d.DeployerKey.PublicKey)
 	eth := new(big.Int).Mul(big.NewInt(params.Ether), big.NewInt(1000))
-	d.sim = simulated.NewBackend(types.GenesisAlloc{
+	opts := []func(*node.Config, *ethconfig.Config){simulated.WithBlockGasLimit(60_000_000)}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("devchain: %w", err)
+		}
+		opts = append(opts, func(nc *node.Config, ec *ethconfig.Config) {
+			// A fixed instance name: by default it is the binary's, and a
+			// test binary opening the same dir would find another chain.
+			nc.DataDir, nc.Name, nc.DBEngine = dir, "chain", "leveldb"
+			ec.StateScheme, ec.NoPruning, ec.SnapshotCache = rawdb.HashScheme, true, 0
+			// A small chain: small caches keep opening and memory cheap.
+			ec.DatabaseCache, ec.TrieCleanCache, ec.TrieDirtyCache = 16, 16, 16
+		})
+	}
+	if d.sim, err = newSimulated(types.GenesisAlloc{
 		d.Signer:   {Balance: eth},
 		d.Deployer: {Balance: eth},
 		d.Payer:    {Balance: big.NewInt(params.Ether)},
 		d.Merchant: {Balance: big.NewInt(params.Ether)},
-	}, simulated.WithBlockGasLimit(60_000_000))
-	d.client = newAutoMiner(d.sim)
+	}, opts...); err != nil {
+		return nil, err
+	}
+	if dir != "" {
+		if err := restoreHead(d.sim, filepath.Join(dir, devHeadFile), logger); err != nil {
+			d.sim.Close()
+			return nil, err
+		}
+	}
+	d.client = newAutoMiner(ctx, d.sim, dir)
 	d.Client = d.client
 
-	asset, err := d.DeployToken(ctx, "USDC", "2")
+	// The deployer's first transaction deploys the token, its second mints
+	// the payer's funds; a restarted chain has done what its nonce says.
+	done, err := d.Client.NonceAt(ctx, d.Deployer, nil)
 	if err != nil {
 		d.close()
 		return nil, err
 	}
-	d.Asset = asset
-	if err := d.Mint(ctx, d.Payer, DevPayerFunds); err != nil {
-		d.close()
-		return nil, err
+	d.Asset = crypto.CreateAddress(d.Deployer, 0)
+	if done == 0 {
+		if d.Asset, err = d.DeployToken(ctx, "USDC", "2"); err != nil {
+			d.close()
+			return nil, err
+		}
+	}
+	if done <= 1 {
+		if err := d.Mint(ctx, d.Payer, DevPayerFunds); err != nil {
+			d.close()
+			return nil, err
+		}
 	}
 	d.Network, err = Open(ctx, NetworkConfig{
-		Name: "eip155:1337", V1Name: DevV1Name, Backend: d.Client, Asset: asset.Hex(),
+		Name: "eip155:1337", V1Name: DevV1Name, Backend: d.Client, Asset: d.Asset.Hex(),
 		SignerKeys: []*ecdsa.PrivateKey{d.SignerKey}, Logger: logger,
 	})
 	if err != nil {
@@ -94,6 +152,42 @@ func NewDevChain(ctx context.Context, logger *slog.Logger) (*DevChain, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// newSimulated starts the simulated backend, which panics where it could
+// return an error (a data dir another process holds, a corrupt database).
+func newSimulated(alloc types.GenesisAlloc, opts ...func(*node.Config, *ethconfig.Config)) (sim *simulated.Backend, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("devchain: start: %v", r)
+		}
+	}()
+	return simulated.NewBackend(alloc, opts...), nil
+}
+
+// restoreHead makes the block recorded in file the head again (the
+// simulated backend rewinds to genesis when it opens).
+func restoreHead(sim *simulated.Backend, file string, logger *slog.Logger) error {
+	// The rewind put the transactions of the blocks it dropped back in the
+	// pool; they are in those blocks, which become the chain again.
+	sim.Rollback()
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("devchain: %w", err)
+	}
+	head := common.HexToHash(strings.TrimSpace(string(b)))
+	if err := sim.Fork(head); err != nil {
+		// The block never reached the disk: the chain restarts from the
+		// last one that did, and reconciliation sends what it lost again.
+		if logger != nil {
+			logger.Warn("dev chain: recorded head block not found; continuing from the last stored block", "head", head.Hex(), "err", err)
+		}
+		return nil
+	}
+	return nil
 }
 
 // Close stops the network and the chain.
@@ -331,9 +425,10 @@ type autoMiner struct {
 	head    int64      // timestamp of the last block we sealed
 	pending bool       // transactions wait in the pool
 
-	last atomic.Int64 // wall time of the last commit, for freshen
-	stop chan struct{}
-	done chan struct{}
+	last     atomic.Int64 // wall time of the last commit, for freshen
+	headFile string       // where the last sealed block's hash goes; "" in memory
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 const (
@@ -346,17 +441,31 @@ const (
 	staleAfter = 30
 )
 
-func newAutoMiner(sim *simulated.Backend) *autoMiner {
+func newAutoMiner(ctx context.Context, sim *simulated.Backend, dir string) *autoMiner {
 	m := &autoMiner{Client: sim.Client(), sim: sim, stop: make(chan struct{}), done: make(chan struct{})}
+	if dir != "" {
+		m.headFile = filepath.Join(dir, devHeadFile)
+	}
 	m.head = time.Now().Unix()
-	m.last.Store(m.head)
+	if h, err := sim.Client().HeaderByNumber(ctx, nil); err == nil && int64(h.Time) > m.head {
+		m.head = int64(h.Time) // a restarted chain may run ahead of the clock
+	}
+	m.last.Store(time.Now().Unix())
 	go m.loop()
 	return m
 }
 
 // commit seals a block; m.mu must be held.
 func (m *autoMiner) commit() {
-	m.sim.Commit()
+	hash := m.sim.Commit()
+	if m.headFile != "" {
+		// Written aside and renamed, so a kill never leaves it empty. No
+		// fsync: the block itself is only as durable as the OS's buffers.
+		tmp := m.headFile + ".tmp"
+		if os.WriteFile(tmp, []byte(hash.Hex()), 0o600) == nil {
+			_ = os.Rename(tmp, m.headFile)
+		}
+	}
 	now := time.Now().Unix()
 	m.head = max(m.head+1, now)
 	m.pending = false

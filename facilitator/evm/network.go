@@ -45,6 +45,7 @@ type Backend interface {
 	ethereum.TransactionSender
 	CodeAt(ctx context.Context, account common.Address, blockNumber *big.Int) ([]byte, error)
 	BalanceAt(ctx context.Context, account common.Address, blockNumber *big.Int) (*big.Int, error)
+	NonceAt(ctx context.Context, account common.Address, blockNumber *big.Int) (uint64, error)
 	PendingNonceAt(ctx context.Context, account common.Address) (uint64, error)
 	SuggestGasTipCap(ctx context.Context) (*big.Int, error)
 	HeaderByNumber(ctx context.Context, number *big.Int) (*types.Header, error)
@@ -134,13 +135,17 @@ type NetworkConfig struct {
 // Network is one EVM network with its asset and signers. It is safe for
 // concurrent use. Close stops its background health checks.
 type Network struct {
-	id, v1     string
-	chainID    *big.Int
-	asset      common.Address
+	id, v1  string
+	chainID *big.Int
+	asset   common.Address
+	testnet bool
+	// The token's facts and the genesis hash, read from the chain once it
+	// answers; written before joined is set and never after.
 	name       string
 	version    string
 	decimals   uint8
-	testnet    bool
+	genesis    string
+	joined     atomic.Bool
 	backend    Backend
 	closeRPC   func()
 	rpcURL     string // only to redact it from errors
@@ -151,6 +156,7 @@ type Network struct {
 	now        func() time.Time
 	timeout    time.Duration
 
+	known    *KnownNetwork
 	health   atomic.Pointer[health]
 	feeQuote atomic.Pointer[feeQuote]
 	stop     chan struct{}
@@ -175,7 +181,10 @@ type health struct {
 // Open connects to a network, checks its chain id, reads the asset's
 // EIP-712 name, version and decimals from the contract (cached for the
 // life of the Network), checks the signers' gas once and starts the
-// background availability check.
+// background availability check. A network whose RPC does not answer is
+// opened withdrawn (Available false, absent from /supported) and joins
+// when its RPC answers; a node serving another chain, or no contract at
+// the asset, is an error.
 func Open(ctx context.Context, cfg NetworkConfig) (*Network, error) {
 	n := &Network{
 		log:        cfg.Logger,
@@ -248,19 +257,47 @@ func Open(ctx context.Context, cfg NetworkConfig) (*Network, error) {
 		n.backend, n.closeRPC = c, c.Close
 	}
 	n.backend = meteredBackend{b: n.backend, network: n.id}
-	if err := n.readChain(ctx, cfg.RPC); err != nil {
-		n.closeBackend()
-		return nil, err
+	n.known = known
+	if err := n.join(ctx); err != nil {
+		if !errors.Is(err, errUnreachable) {
+			n.closeBackend()
+			return nil, err
+		}
+		n.health.Store(&health{reason: unreachableReason})
+		n.log.Warn("network RPC not answering; the network starts withdrawn and joins when it answers",
+			"network", n.id, "err", err)
+	} else {
+		n.checkHealth(ctx)
 	}
-	if known != nil && (known.Name != n.name || known.Version != n.version) {
-		n.log.Warn("token EIP-712 domain differs from the known one; using the contract's",
-			"network", n.id, "name", n.name, "version", n.version, "known_name", known.Name, "known_version", known.Version)
-	}
-	n.checkHealth(ctx)
 	go n.healthLoop(interval)
-	n.log.Info("network open", "network", n.id, "v1", n.v1, "asset", n.asset.Hex(),
-		"token_name", n.name, "token_version", n.version, "decimals", n.decimals, "signers", n.SignerAddresses())
 	return n, nil
+}
+
+// unreachableReason is Available's reason while the RPC has never answered.
+const unreachableReason = "the RPC is not answering; the network joins when it answers"
+
+// errUnreachable marks a failure to reach the RPC (as opposed to an RPC
+// that answers for the wrong chain or token).
+var errUnreachable = errors.New("RPC unreachable")
+
+// join reads the chain's facts (chain id, genesis, token) and makes the
+// network usable. It fails with errUnreachable while the RPC does not
+// answer.
+func (n *Network) join(ctx context.Context) error {
+	if n.joined.Load() {
+		return nil
+	}
+	if err := n.readChain(ctx, n.rpcURL); err != nil {
+		return err
+	}
+	if k := n.known; k != nil && (k.Name != n.name || k.Version != n.version) {
+		n.log.Warn("token EIP-712 domain differs from the known one; using the contract's",
+			"network", n.id, "name", n.name, "version", n.version, "known_name", k.Name, "known_version", k.Version)
+	}
+	n.joined.Store(true)
+	n.log.Info("network open", "network", n.id, "v1", n.v1, "asset", n.asset.Hex(),
+		"token_name", n.name, "token_version", n.version, "decimals", n.decimals, "genesis", n.genesis, "signers", n.SignerAddresses())
+	return nil
 }
 
 func resolve(name string) (*KnownNetwork, *big.Int, error) {
@@ -282,20 +319,25 @@ func (n *Network) readChain(ctx context.Context, rpcURL string) error {
 	defer cancel()
 	got, err := n.backend.ChainID(cctx)
 	if err != nil {
-		return fmt.Errorf("evm: network %s: read chain id: %w", n.id, redact(err, rpcURL))
+		return fmt.Errorf("evm: network %s: read chain id: %w: %w", n.id, errUnreachable, redact(err, rpcURL))
 	}
 	if got.Cmp(n.chainID) != 0 {
 		return fmt.Errorf("evm: network %s: the RPC serves chain %s", n.id, got)
 	}
+	genesis, err := n.backend.HeaderByNumber(cctx, big.NewInt(0))
+	if err != nil {
+		return fmt.Errorf("evm: network %s: read genesis block: %w: %w", n.id, errUnreachable, redact(err, rpcURL))
+	}
+	n.genesis = genesis.Hash().Hex()
 	code, err := n.backend.CodeAt(cctx, n.asset, nil)
 	if err != nil {
-		return fmt.Errorf("evm: network %s: read asset code: %w", n.id, redact(err, rpcURL))
+		return fmt.Errorf("evm: network %s: read asset code: %w: %w", n.id, errUnreachable, redact(err, rpcURL))
 	}
 	if len(code) == 0 {
 		return fmt.Errorf("evm: network %s: no contract at asset %s", n.id, n.asset.Hex())
 	}
 	if n.name, err = n.callString(cctx, methodName); err != nil {
-		return fmt.Errorf("evm: network %s: token name(): %w", n.id, redact(err, rpcURL))
+		return fmt.Errorf("evm: network %s: token name(): %w: %w", n.id, errUnreachable, redact(err, rpcURL))
 	}
 	if n.version, err = n.callString(cctx, methodVersion); err != nil {
 		return fmt.Errorf("evm: network %s: token version(): %w", n.id, redact(err, rpcURL))
@@ -341,21 +383,47 @@ func (n *Network) ChainID() *big.Int { return new(big.Int).Set(n.chainID) }
 // Asset returns the token contract address, checksummed.
 func (n *Network) Asset() string { return n.asset.Hex() }
 
-// TokenName returns the token's EIP-712 domain name, read at Open.
-func (n *Network) TokenName() string { return n.name }
+// TokenName returns the token's EIP-712 domain name, read from the chain
+// ("" until the network has joined).
+func (n *Network) TokenName() string {
+	if !n.joined.Load() {
+		return ""
+	}
+	return n.name
+}
 
-// TokenVersion returns the token's EIP-712 domain version, read at Open.
-func (n *Network) TokenVersion() string { return n.version }
+// TokenVersion returns the token's EIP-712 domain version ("" until the
+// network has joined).
+func (n *Network) TokenVersion() string {
+	if !n.joined.Load() {
+		return ""
+	}
+	return n.version
+}
 
-// Decimals returns the token's decimals, read at Open.
-func (n *Network) Decimals() uint8 { return n.decimals }
+// Decimals returns the token's decimals (0 until the network has joined).
+func (n *Network) Decimals() uint8 {
+	if !n.joined.Load() {
+		return 0
+	}
+	return n.decimals
+}
+
+// Genesis returns the chain's genesis block hash ("" until the network has
+// joined).
+func (n *Network) Genesis() string {
+	if !n.joined.Load() {
+		return ""
+	}
+	return n.genesis
+}
 
 // Testnet reports whether the network is a known testnet.
 func (n *Network) Testnet() bool { return n.testnet }
 
 // Domain returns the token's EIP-712 domain on this network.
 func (n *Network) Domain() Domain {
-	return Domain{Name: n.name, Version: n.version, ChainID: n.ChainID(), VerifyingContract: n.asset}
+	return Domain{Name: n.TokenName(), Version: n.TokenVersion(), ChainID: n.ChainID(), VerifyingContract: n.asset}
 }
 
 // SignerAddresses returns the gas-paying signers' addresses, checksummed.
@@ -373,7 +441,7 @@ func (n *Network) RequirementsV2(payTo string, amount *big.Int, maxTimeoutSecond
 	return x402.PaymentRequirementsV2{
 		Scheme: x402.SchemeExact, Network: n.id, Amount: x402.Decimal(amount.String()),
 		Asset: n.asset.Hex(), PayTo: payTo, MaxTimeoutSeconds: x402.Int(maxTimeoutSeconds),
-		Extra: &x402.Extra{Name: n.name, Version: n.version},
+		Extra: &x402.Extra{Name: n.TokenName(), Version: n.TokenVersion()},
 	}
 }
 
@@ -384,7 +452,7 @@ func (n *Network) RequirementsV1(payTo string, amount *big.Int, maxTimeoutSecond
 		Scheme: x402.SchemeExact, Network: n.v1, MaxAmountRequired: x402.Decimal(amount.String()),
 		Resource: resource, Description: description, PayTo: payTo,
 		MaxTimeoutSeconds: x402.Int(maxTimeoutSeconds), Asset: n.asset.Hex(),
-		Extra: &x402.Extra{Name: n.name, Version: n.version},
+		Extra: &x402.Extra{Name: n.TokenName(), Version: n.TokenVersion()},
 	}
 }
 
@@ -409,7 +477,18 @@ func (n *Network) healthLoop(interval time.Duration) {
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), n.timeout)
-			n.checkHealth(ctx)
+			if err := n.join(ctx); err != nil {
+				// Still withdrawn: unreachable, or now answering for
+				// another chain or token (an operator's mistake to see).
+				reason := unreachableReason
+				if !errors.Is(err, errUnreachable) {
+					reason = "the RPC does not serve this network: " + err.Error()
+				}
+				n.health.Store(&health{reason: reason})
+				n.log.Debug("network not joined yet", "network", n.id, "err", err)
+			} else {
+				n.checkHealth(ctx)
+			}
 			cancel()
 		}
 	}

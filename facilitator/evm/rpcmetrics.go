@@ -82,6 +82,13 @@ func (m meteredBackend) BalanceAt(ctx context.Context, account common.Address, b
 	return v, err
 }
 
+func (m meteredBackend) NonceAt(ctx context.Context, account common.Address, block *big.Int) (uint64, error) {
+	start := time.Now()
+	v, err := m.b.NonceAt(ctx, account, block)
+	m.observe("eth_getTransactionCount", start, err)
+	return v, err
+}
+
 func (m meteredBackend) PendingNonceAt(ctx context.Context, account common.Address) (uint64, error) {
 	start := time.Now()
 	v, err := m.b.PendingNonceAt(ctx, account)

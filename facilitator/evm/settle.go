@@ -228,3 +228,111 @@ func (n *Network) ResyncNonce(ctx context.Context, signerAddr string) error {
 	}
 	return fmt.Errorf("evm: %s: %s is not a signer of this network", n.id, signerAddr)
 }
+
+// MinedNonce returns the signer's nonce at the latest block.
+func (n *Network) MinedNonce(ctx context.Context, signerAddr string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	s, err := n.signer(signerAddr)
+	if err != nil {
+		return 0, err
+	}
+	nonce, err := n.backend.NonceAt(ctx, s.addr, nil)
+	if err != nil {
+		return 0, fmt.Errorf("evm: %s: read mined nonce: %w", n.id, redact(err, n.rpcURL))
+	}
+	return nonce, nil
+}
+
+// maxFeeMultiple bounds replacements: a fee cap never goes past this many
+// times the current quote's, so a transaction that stays stuck for another
+// reason cannot drain the signer in rising fees.
+const maxFeeMultiple = 10
+
+// Replace signs tx again with the same signer, nonce, gas and call, and
+// fees that replace it in a node's pool: each fee field at least the
+// current quote and more than 10% (here 12.5% + 1 wei) above the old one,
+// as geth's and other clients' replacement rules require.
+func (n *Network) Replace(ctx context.Context, tx *settle.Tx) (*settle.Tx, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	var old types.Transaction
+	if err := old.UnmarshalBinary(tx.Raw); err != nil {
+		return nil, fmt.Errorf("evm: %s: decode transaction to replace: %w", n.id, err)
+	}
+	s, err := n.signer(tx.Signer)
+	if err != nil {
+		return nil, err
+	}
+	tip, feeCap, err := n.fees(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tip = maxBig(tip, bump(old.GasTipCap()))
+	feeCap = maxBig(maxBig(feeCap, bump(old.GasFeeCap())), tip)
+	if quoteCap := n.feeQuote.Load(); quoteCap != nil && feeCap.Cmp(new(big.Int).Mul(quoteCap.feeCap, big.NewInt(maxFeeMultiple))) > 0 {
+		return nil, fmt.Errorf("evm: %s: replacing %s would pay over %d times the current fee cap", n.id, old.Hash().Hex(), maxFeeMultiple)
+	}
+	return n.signWith(s, &types.DynamicFeeTx{
+		ChainID: n.chainID, Nonce: old.Nonce(), GasTipCap: tip, GasFeeCap: feeCap,
+		Gas: old.Gas(), To: old.To(), Value: old.Value(), Data: old.Data(),
+	})
+}
+
+// FillNonce signs a transaction that moves nothing (no value, to the
+// signer itself, 21,000 gas) with the signer's nonce, at twice the current
+// fees so it also replaces a cheaper transaction stuck at that nonce.
+func (n *Network) FillNonce(ctx context.Context, signerAddr string, nonce uint64) (*settle.Tx, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	s, err := n.signer(signerAddr)
+	if err != nil {
+		return nil, err
+	}
+	tip, feeCap, err := n.fees(ctx)
+	if err != nil {
+		return nil, err
+	}
+	two := big.NewInt(2)
+	return n.signWith(s, &types.DynamicFeeTx{
+		ChainID: n.chainID, Nonce: nonce, GasTipCap: new(big.Int).Mul(tip, two), GasFeeCap: new(big.Int).Mul(feeCap, two),
+		Gas: 21_000, To: &s.addr, Value: new(big.Int),
+	})
+}
+
+func (n *Network) signWith(s *signer, inner *types.DynamicFeeTx) (*settle.Tx, error) {
+	tx, err := types.SignNewTx(s.key, types.LatestSignerForChainID(n.chainID), inner)
+	if err != nil {
+		return nil, fmt.Errorf("evm: %s: sign transaction: %w", n.id, err)
+	}
+	raw, err := tx.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("evm: %s: encode transaction: %w", n.id, err)
+	}
+	return &settle.Tx{Signer: s.addr.Hex(), Nonce: tx.Nonce(), Hash: tx.Hash().Hex(), Raw: raw}, nil
+}
+
+// signer returns the network's signer with address addr.
+func (n *Network) signer(addr string) (*signer, error) {
+	for _, s := range n.signers {
+		if x402.EqualAddress(s.addr.Hex(), addr) {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("evm: %s: %s is not a signer of this network", n.id, addr)
+}
+
+// bump returns v raised by 12.5% and one wei: above the 10% price bump
+// nodes require of a replacement.
+func bump(v *big.Int) *big.Int {
+	out := new(big.Int).Rsh(v, 3)
+	out.Add(out, v)
+	return out.Add(out, big.NewInt(1))
+}
+
+func maxBig(a, b *big.Int) *big.Int {
+	if a.Cmp(b) >= 0 {
+		return a
+	}
+	return b
+}

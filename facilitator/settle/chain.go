@@ -12,7 +12,10 @@
 // kv, Chain.Broadcast, and in the background a receipt wait that records the
 // final outcome. The worker takes every payment that is ready when it is
 // free as one run: one commit for their intents, then broadcasts in nonce
-// order. Reconcile resolves intents a previous process left pending.
+// order. StartReconciling resolves, in the background while the service
+// answers, the intents a previous process left pending; a transaction whose
+// receipt does not come is sent again, then replaced at a higher fee with
+// the same nonce, and a nonce gap in front of it is filled.
 package settle
 
 import (
@@ -78,4 +81,20 @@ type Chain interface {
 	// ResyncNonce re-reads a signer's pending nonce from the chain (after a
 	// failed broadcast).
 	ResyncNonce(ctx context.Context, signer string) error
+	// Genesis returns the hash of the chain's genesis block, "" while it is
+	// not known. An intent recorded on another genesis names a chain that
+	// is gone.
+	Genesis() string
+	// MinedNonce returns the signer's nonce at the latest block: how many
+	// of its transactions the chain has mined.
+	MinedNonce(ctx context.Context, signer string) (uint64, error)
+	// Replace signs tx again, same signer, nonce and call, with fees high
+	// enough to replace it in a node's pool (EIP-1559 replacement: both fee
+	// fields raised by more than the nodes' 10% price bump). It broadcasts
+	// nothing.
+	Replace(ctx context.Context, tx *Tx) (*Tx, error)
+	// FillNonce signs a transaction that moves nothing (no value, to the
+	// signer itself) with the signer's nonce, to fill a gap in front of
+	// recorded transactions; its fees replace a stuck transaction there.
+	FillNonce(ctx context.Context, signer string, nonce uint64) (*Tx, error)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ardx-dev/ardx/facilitator/evm"
 	"github.com/ardx-dev/ardx/facilitator/settle"
 	"github.com/ardx-dev/ardx/facilitator/x402"
+	"github.com/ardx-dev/ardx/kv"
 )
 
 // These tests run the engine against the real evm.Network on the in-process
@@ -346,4 +347,116 @@ func TestDevChainSanctionedNoChainCall(t *testing.T) {
 	if transfersTo(t, d, d.Merchant) != 0 {
 		t.Fatal("money moved")
 	}
+}
+
+// TestDevChainRacingReplacementsMoveMoneyOnce: two transactions carrying
+// one EIP-3009 authorization, both recorded for one body, both mined. The
+// authorization lets only the first to execute move money; the other
+// reverts. Reconciliation finds both receipts and records the one that
+// moved the money, whichever it is; the payer is charged once. A same-nonce
+// replacement racing its original in the pool is the other race: only one
+// of them can mine, and it is the outcome.
+func TestDevChainRacingReplacementsMoveMoneyOnce(t *testing.T) {
+	tests := []struct {
+		name string
+		// second signs the other transaction from the first
+		second func(t *testing.T, n *evm.Network, first *settle.Tx, tr *settle.Transfer) *settle.Tx
+		// firstMines says which one must be the outcome
+		firstMines bool
+		sendOrder  []int // indexes into {first, second}
+	}{
+		{
+			name: "two nonces, first sent first",
+			second: func(t *testing.T, n *evm.Network, _ *settle.Tx, tr *settle.Transfer) *settle.Tx {
+				return mustSign(t, n, tr)
+			},
+			firstMines: true, sendOrder: []int{0, 1},
+		},
+		{
+			name: "two nonces, the later nonce's transaction runs second",
+			second: func(t *testing.T, n *evm.Network, _ *settle.Tx, tr *settle.Transfer) *settle.Tx {
+				return mustSign(t, n, tr)
+			},
+			firstMines: true, sendOrder: []int{1, 0}, // nonce order decides, not send order
+		},
+		{
+			name: "same nonce, replacement at a higher fee",
+			second: func(t *testing.T, n *evm.Network, first *settle.Tx, _ *settle.Transfer) *settle.Tx {
+				r, err := n.Replace(context.Background(), first)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Nonce != first.Nonce || r.Hash == first.Hash {
+					t.Fatalf("replacement %+v of %+v", r, first)
+				}
+				return r
+			},
+			firstMines: false, sendOrder: []int{1, 0}, // the original comes too late
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			d := newDevChain(t)
+			dir := t.TempDir()
+			body := devPayment(t, d, 1000, "https://m.example/race", evm.PayOptions{})
+			req, err := x402.DecodeRequest(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, fail, err := d.Network.Simulate(ctx, req)
+			if err != nil || fail != nil {
+				t.Fatalf("simulate: %+v %v", fail, err)
+			}
+			first := mustSign(t, d.Network, tr)
+			second := tc.second(t, d.Network, first, tr)
+
+			db := mustOpenKV(t, dir)
+			key, _ := settle.BodyKey(body)
+			now := time.Now().UTC()
+			err = db.RecordSettlementIntent(kv.Settlement{BodyKey: key, Network: d.Network.ID(), Body: body, CreatedAt: now, Intent: &kv.SettlementIntent{
+				AuthorizationID: d.Network.AuthorizationID(req), Signer: first.Signer, Nonce: first.Nonce,
+				TxHash: first.Hash, RawTx: first.Raw, RecordedAt: now, Genesis: d.Network.Genesis(),
+			}})
+			if err == nil {
+				_, err = db.ReplaceSettlementTx(key, second.Hash, second.Raw)
+			}
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			payerBefore, _ := d.BalanceOf(ctx, d.Payer)
+			txs := []*settle.Tx{first, second}
+			for _, i := range tc.sendOrder {
+				if err := d.Network.Broadcast(ctx, txs[i]); err != nil && !(tc.firstMines == false && i == 0) {
+					t.Fatalf("broadcast %d: %v", i, err)
+				}
+			}
+
+			e, _ := newTestEngine(t, dir, settle.Options{}, d.Network) // Reconcile
+			resp, replayed := mustSettle(t, e, body, "")
+			want := second.Hash
+			if tc.firstMines {
+				want = first.Hash
+			}
+			if !resp.Success || !replayed || resp.Transaction != want {
+				t.Fatalf("outcome = %+v replayed=%t, want success with %s", resp, replayed, want)
+			}
+			if n := transfersTo(t, d, d.Merchant); n != 1 {
+				t.Fatalf("Transfer events = %d, want 1", n)
+			}
+			if after, _ := d.BalanceOf(ctx, d.Payer); new(big.Int).Sub(payerBefore, after).Int64() != 1000 {
+				t.Fatalf("payer paid %s, want 1000 once", new(big.Int).Sub(payerBefore, after))
+			}
+		})
+	}
+}
+
+func mustSign(t *testing.T, n *evm.Network, tr *settle.Transfer) *settle.Tx {
+	t.Helper()
+	tx, err := n.Sign(context.Background(), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }

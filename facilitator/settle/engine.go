@@ -40,12 +40,17 @@ const (
 	DefaultReceiptTimeout    = 10 * time.Minute
 	DefaultReceiptPoll       = 20 * time.Millisecond
 	DefaultIdempotencyKeyTTL = 24 * time.Hour
+	DefaultReconcileInterval = 10 * time.Second
+	DefaultStuckAfter        = 30 * time.Second
 	// chainCallTimeout bounds each Verify, Prepare, Broadcast or lookup so a
 	// hung RPC cannot stall a network's worker forever.
 	chainCallTimeout = 30 * time.Second
-	minReceiptPoll   = time.Millisecond
-	maxReceiptPoll   = time.Second
-	queueSize        = 4096
+	// CloseGrace bounds how long Close lets settlements in flight finish
+	// (receipts due within a block or two); the rest stay pending in kv.
+	CloseGrace     = 3 * time.Second
+	minReceiptPoll = time.Millisecond
+	maxReceiptPoll = time.Second
+	queueSize      = 4096
 )
 
 // Options tune NewEngine. Zero values take the defaults.
@@ -67,7 +72,7 @@ type Options struct {
 	OnSettled func(req *x402.PaymentRequest, resp x402.SettleResponse)
 	// ReceiptTimeout bounds the background wait for a broadcast transaction's
 	// receipt; after it the settlement stays pending until a later identical
-	// request or Reconcile finds the receipt. Default 10 min.
+	// request or the reconciliation loop takes it up again. Default 10 min.
 	ReceiptTimeout time.Duration
 	// ReceiptPoll is the time from broadcast to receipt assumed until one is
 	// observed on the network; receipt polls are paced by it. Default 20 ms.
@@ -75,6 +80,34 @@ type Options struct {
 	// IdempotencyKeyTTL is how long an Idempotency-Key stays bound to its
 	// first body (the Stripe convention). Default 24 h.
 	IdempotencyKeyTTL time.Duration
+	// ReconcileInterval is how often StartReconciling looks again for
+	// pending settlements nobody is working on (a receipt wait that ran out,
+	// a network that was unreachable). Default 10 s.
+	ReconcileInterval time.Duration
+	// StuckAfter is how long a broadcast transaction may go without a
+	// receipt before it counts as stuck: then it is sent again, the next
+	// time replaced at a higher fee, and a nonce gap in front of it is
+	// filled. Default 30 s.
+	StuckAfter time.Duration
+	// Failpoint, when set, is called at the points where a crash tests
+	// exactly-once settlement: FailpointBeforeBroadcast (intent recorded,
+	// nothing sent), FailpointAfterBroadcast (sent, outcome not recorded)
+	// and FailpointReconcile (a reconciliation about to send again). Crash
+	// tests kill the process there; never set otherwise.
+	Failpoint func(point string)
+}
+
+// The failpoints of Options.Failpoint.
+const (
+	FailpointBeforeBroadcast = "before-broadcast"
+	FailpointAfterBroadcast  = "after-broadcast"
+	FailpointReconcile       = "reconcile"
+)
+
+func (e *Engine) failpoint(point string) {
+	if e.opts.Failpoint != nil {
+		e.opts.Failpoint(point)
+	}
 }
 
 // Engine settles payments exactly once per canonical request body. It is safe
@@ -98,6 +131,24 @@ type Engine struct {
 	workers sync.WaitGroup
 
 	startup sync.Once // first reconciliation pass
+
+	gone    goneChains   // records resolved because their chain is gone
+	waiting atomic.Int64 // pending records whose network cannot settle now
+}
+
+// goneChains counts settlements resolved because the chain their
+// transaction was signed for is gone (the node serves another genesis).
+type goneChains struct {
+	mu    sync.Mutex
+	count int
+	last  string
+}
+
+func (g *goneChains) add(msg string) {
+	g.mu.Lock()
+	g.count++
+	g.last = msg
+	g.mu.Unlock()
 }
 
 // network is one chain and the FIFO queue its single worker drains.
@@ -140,9 +191,9 @@ func (n *network) observeInclusion(d time.Duration) {
 }
 
 // NewEngine returns an engine settling on chains, recording in db. It starts
-// one worker per network. Call Reconcile before serving so intents left
-// pending by a previous process are resolved first; Settle also starts that
-// pass on its first call if Reconcile was not called.
+// one worker per network. Call StartReconciling when the service starts, so
+// intents left pending by a previous process are resolved in the
+// background; Settle also starts that pass on its first call.
 func NewEngine(db *kv.DB, chains []Chain, opts Options) (*Engine, error) {
 	if db == nil {
 		return nil, errors.New("settle: nil kv.DB")
@@ -158,6 +209,12 @@ func NewEngine(db *kv.DB, chains []Chain, opts Options) (*Engine, error) {
 	}
 	if opts.IdempotencyKeyTTL <= 0 {
 		opts.IdempotencyKeyTTL = DefaultIdempotencyKeyTTL
+	}
+	if opts.ReconcileInterval <= 0 {
+		opts.ReconcileInterval = DefaultReconcileInterval
+	}
+	if opts.StuckAfter <= 0 {
+		opts.StuckAfter = DefaultStuckAfter
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -478,9 +535,10 @@ func (e *Engine) finish(f *flight, networkLabel string, state kv.SettlementState
 	}
 }
 
-// Close stops accepting settlements and waits, bounded by ctx, for the work
-// in flight; then it cancels what remains (those settlements stay pending in
-// kv for Reconcile) and stops the workers.
+// Close stops accepting settlements and waits, bounded by ctx and at most
+// CloseGrace, for the work in flight; then it cancels what remains (those
+// settlements stay pending in kv for the next start) and stops the workers,
+// so a process told to stop ends within seconds whatever its backlog.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	already := e.closed
@@ -491,9 +549,13 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	go func() { e.flying.Wait(); close(done) }()
+	grace := time.NewTimer(CloseGrace)
+	defer grace.Stop()
 	var err error
 	select {
 	case <-done:
+	case <-grace.C:
+		e.log.Info("closing with settlements still pending; they resume at the next start")
 	case <-ctx.Done():
 		err = fmt.Errorf("settle: close: work still in flight: %w", ctx.Err())
 	}

@@ -42,6 +42,9 @@ type fakeChain struct {
 	balanceReads int
 	simulations  int
 	resyncs      int
+	replacements int
+	fills        int
+	genesis      string
 	// simulationAge backdates every simulation, to exercise the worker's
 	// fresh simulation of a stale one.
 	simulationAge time.Duration
@@ -66,6 +69,7 @@ type fakeChain struct {
 type fakeTx struct {
 	hash   string
 	nonce  uint64
+	fee    int64 // a replacement must pay more
 	authID string
 	from   string
 	to     string
@@ -197,16 +201,20 @@ func decodeFakeRaw(raw []byte) (*fakeTx, error) {
 		From   string `json:"from"`
 		To     string `json:"to"`
 		Amount string `json:"amount"`
+		Fee    int64  `json:"fee"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
 	amount, ok := new(big.Int).SetString(m.Amount, 10)
+	if m.Auth == "" { // a gap filler: moves nothing
+		amount, ok = new(big.Int), true
+	}
 	if !ok {
 		return nil, errors.New("fake: bad amount")
 	}
 	sum := sha256.Sum256(raw)
-	return &fakeTx{hash: "0x" + hex.EncodeToString(sum[:]), nonce: m.Nonce, authID: m.Auth, from: m.From, to: m.To, amount: amount}, nil
+	return &fakeTx{hash: "0x" + hex.EncodeToString(sum[:]), nonce: m.Nonce, fee: m.Fee, authID: m.Auth, from: m.From, to: m.To, amount: amount}, nil
 }
 
 func (c *fakeChain) Broadcast(ctx context.Context, tx *settle.Tx) error {
@@ -245,6 +253,14 @@ func (c *fakeChain) Broadcast(ctx context.Context, tx *settle.Tx) error {
 	if ftx.nonce < c.accountNonce {
 		return errors.New("nonce too low")
 	}
+	for h, other := range c.pool {
+		if other.nonce == ftx.nonce {
+			if ftx.fee <= other.fee {
+				return errors.New("replacement transaction underpriced")
+			}
+			delete(c.pool, h)
+		}
+	}
 	c.pool[ftx.hash] = ftx
 	c.broadcasts++
 	if c.autoMine {
@@ -270,6 +286,10 @@ func (c *fakeChain) mineLocked() {
 			delete(c.pool, h)
 			c.accountNonce++
 			progressed = true
+			if tx.authID == "" {
+				c.receipts[h] = true
+				continue
+			}
 			bal := c.balances[tx.from]
 			if c.authUsed[tx.authID] || bal == nil || bal.Cmp(tx.amount) < 0 {
 				c.receipts[h] = false
@@ -435,4 +455,43 @@ func (p payment) body(tb testing.TB) []byte {
 		tb.Fatal(err)
 	}
 	return b
+}
+
+func (c *fakeChain) Genesis() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.genesis
+}
+
+func (c *fakeChain) MinedNonce(ctx context.Context, signer string) (uint64, error) {
+	c.calls.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.accountNonce, nil
+}
+
+func (c *fakeChain) Replace(ctx context.Context, tx *settle.Tx) (*settle.Tx, error) {
+	c.calls.Add(1)
+	var m map[string]any
+	if err := json.Unmarshal(tx.Raw, &m); err != nil {
+		return nil, err
+	}
+	fee, _ := m["fee"].(float64)
+	m["fee"] = fee + 1
+	raw, _ := json.Marshal(m)
+	sum := sha256.Sum256(raw)
+	c.mu.Lock()
+	c.replacements++
+	c.mu.Unlock()
+	return &settle.Tx{Signer: tx.Signer, Nonce: tx.Nonce, Hash: "0x" + hex.EncodeToString(sum[:]), Raw: raw}, nil
+}
+
+func (c *fakeChain) FillNonce(ctx context.Context, signer string, nonce uint64) (*settle.Tx, error) {
+	c.calls.Add(1)
+	raw, _ := json.Marshal(map[string]any{"nonce": nonce, "fee": 100})
+	sum := sha256.Sum256(raw)
+	c.mu.Lock()
+	c.fills++
+	c.mu.Unlock()
+	return &settle.Tx{Signer: signer, Nonce: nonce, Hash: "0x" + hex.EncodeToString(sum[:]), Raw: raw}, nil
 }

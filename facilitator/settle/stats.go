@@ -17,6 +17,20 @@ type Stats struct {
 	Failed    int64 `json:"failed"`
 	// InFlight is the number of settlements being worked on now.
 	InFlight int `json:"inFlight"`
+	// Reconciliation is the state of the settlements a previous process
+	// left pending.
+	Reconciliation Reconciliation `json:"reconciliation"`
+}
+
+// Reconciliation reports the resolution of pending settlements.
+type Reconciliation struct {
+	// WaitingForNetwork counts pending settlements whose network cannot
+	// settle now (unreachable, or no longer configured).
+	WaitingForNetwork int64 `json:"waitingForNetwork"`
+	// ChainGone counts settlements resolved since start because the chain
+	// their transaction was signed for is gone; LastChainGone says which.
+	ChainGone     int    `json:"chainGone"`
+	LastChainGone string `json:"lastChainGone,omitempty"`
 }
 
 // NetworkStats are one network's settlement counts.
@@ -37,6 +51,10 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	st.InFlight = len(e.flights)
 	e.mu.Unlock()
+	st.Reconciliation.WaitingForNetwork = e.waiting.Load()
+	e.gone.mu.Lock()
+	st.Reconciliation.ChainGone, st.Reconciliation.LastChainGone = e.gone.count, e.gone.last
+	e.gone.mu.Unlock()
 	counts, err := e.db.SettlementCounts()
 	if err != nil {
 		e.log.Error("read settlement counts", "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ardx-dev/ardx/facilitator/x402"
@@ -171,6 +172,7 @@ func (e *Engine) processRun(n *network, run []*job) {
 				TxHash:          tx.Hash,
 				RawTx:           tx.Raw,
 				RecordedAt:      now,
+				Genesis:         n.chain.Genesis(),
 			},
 		}})
 	}
@@ -217,6 +219,7 @@ func (e *Engine) recordAndBroadcast(n *network, run []signed) {
 	for i := range run {
 		s := &run[i]
 		s.rec = recs[i]
+		e.failpoint(FailpointBeforeBroadcast)
 		if e.broadcast(n, s.j.f, &s.rec, s.tx, false) {
 			continue
 		}
@@ -253,22 +256,109 @@ func (e *Engine) resyncSigners(n *network, run []signed) {
 // else the recorded transaction is broadcast again, unchanged.
 func (e *Engine) resolve(n *network, j *job) {
 	f, rec := j.f, j.resolve
+	in := rec.Intent
+	if now := n.chain.Genesis(); in.Genesis != "" && now != "" && !strings.EqualFold(in.Genesis, now) {
+		e.chainGone(n, f, rec, now)
+		return
+	}
 	ctx, cancel := e.chainCtx()
-	found, success, err := n.chain.Receipt(ctx, rec.Intent.TxHash)
-	cancel()
+	defer cancel()
+	hash, found, success, err := e.receipt(ctx, n, in)
 	if err != nil {
-		e.log.Warn("reconcile: read receipt", "network", n.id, "body", f.key, "tx", rec.Intent.TxHash, "err", err)
+		e.log.Warn("reconcile: read receipt", "network", n.id, "body", f.key, "tx", in.TxHash, "err", err)
 		e.finishPending(f)
 		return
 	}
 	if found {
-		f.setHash(rec.Intent.TxHash)
-		e.settleByReceipt(n, f, rec, success)
+		e.settleByReceipt(n, f, rec, hash, success)
 		return
 	}
-	tx := &Tx{Signer: rec.Intent.Signer, Nonce: rec.Intent.Nonce, Hash: rec.Intent.TxHash, Raw: rec.Intent.RawTx}
+	// A transaction behind a nonce gap never mines: fill the gap first; a
+	// nonce already spent by another transaction decides at once.
+	mined, err := n.chain.MinedNonce(ctx, in.Signer)
+	switch {
+	case err != nil:
+		e.log.Warn("reconcile: read signer nonce", "network", n.id, "body", f.key, "err", err)
+	case mined > in.Nonce:
+		e.resync(n, in.Signer) // the local nonce may lag the chain's
+		e.resolveUnbroadcast(ctx, n, f, rec, errNonceSpent)
+		return
+	case mined < in.Nonce:
+		e.fillGap(ctx, n, in.Signer, mined, in.Nonce)
+	}
+	tx := &Tx{Signer: in.Signer, Nonce: in.Nonce, Hash: in.TxHash, Raw: in.RawTx}
 	e.log.Info("reconcile: re-broadcasting recorded transaction", "network", n.id, "body", f.key, "tx", tx.Hash, "signer", tx.Signer, "nonce", tx.Nonce)
+	e.failpoint(FailpointReconcile)
 	e.broadcast(n, f, rec, tx, true)
+}
+
+// errNonceSpent is the cause of a failure decided because the signer's nonce
+// of the intent was mined by a transaction that is none of the intent's.
+var errNonceSpent = errors.New("the signer's nonce was spent by another transaction")
+
+// chainGone resolves a pending record whose transaction was signed for a
+// chain the node no longer serves (another genesis: a dev chain started
+// afresh). Nothing of it can ever mine on this chain, so it fails and frees
+// its authorization; the log and /status.json say so.
+func (e *Engine) chainGone(n *network, f *flight, rec *kv.Settlement, now string) {
+	msg := fmt.Sprintf("the chain this settlement's transaction was signed for (genesis %s) is gone: the node of %s now serves genesis %s; nothing moved on this chain", rec.Intent.Genesis, n.id, now)
+	e.log.Warn("reconcile: settlement recorded on a chain that is gone", "network", n.id, "body", f.key, "tx", rec.Intent.TxHash, "recorded_genesis", rec.Intent.Genesis, "genesis", now)
+	e.gone.add(msg)
+	e.fail(f, n.id, x402.ReasonTransactionFailed, msg, rec, true)
+}
+
+// receipt looks for a receipt of every transaction broadcast for the
+// intent; a successful one wins (only one can move the money: the
+// authorization is spent by it).
+func (e *Engine) receipt(ctx context.Context, n *network, in *kv.SettlementIntent) (hash string, found, success bool, err error) {
+	for _, h := range in.Hashes() {
+		ok, succ, rerr := n.chain.Receipt(ctx, h)
+		if rerr != nil {
+			err = rerr
+			continue
+		}
+		if ok && (!found || succ) {
+			hash, found, success = h, true, succ
+			if succ {
+				return hash, true, true, nil
+			}
+		}
+	}
+	if found {
+		return hash, found, success, nil
+	}
+	return "", false, false, err
+}
+
+// fillGap sends a transaction that moves nothing at every nonce of signer
+// in [from, to) that no pending settlement holds, so the recorded
+// transactions behind the gap can mine.
+func (e *Engine) fillGap(ctx context.Context, n *network, signer string, from, to uint64) {
+	recs, err := e.db.PendingSettlements()
+	if err != nil {
+		e.log.Error("fill nonce gap: list pending settlements", "err", err)
+		return
+	}
+	held := map[uint64]bool{}
+	for _, r := range recs {
+		if r.Intent != nil && r.Network == n.id && strings.EqualFold(r.Intent.Signer, signer) {
+			held[r.Intent.Nonce] = true
+		}
+	}
+	for k := from; k < to; k++ {
+		if held[k] {
+			continue
+		}
+		tx, err := n.chain.FillNonce(ctx, signer, k)
+		if err == nil {
+			err = n.chain.Broadcast(ctx, tx)
+		}
+		if err != nil {
+			e.log.Warn("fill nonce gap", "network", n.id, "signer", signer, "nonce", k, "err", err)
+			continue
+		}
+		e.log.Warn("filled a nonce gap in front of recorded transactions", "network", n.id, "signer", signer, "nonce", k, "tx", tx.Hash)
+	}
 }
 
 // broadcast sends tx whose intent is recorded and reports whether the node
@@ -289,6 +379,7 @@ func (e *Engine) broadcast(n *network, f *flight, rec *kv.Settlement, tx *Tx, re
 	}
 	switch {
 	case err == nil:
+		e.failpoint(FailpointAfterBroadcast)
 		if resyncAfter {
 			e.resync(n, tx.Signer)
 		}
@@ -321,7 +412,7 @@ func (e *Engine) resolveUnbroadcast(ctx context.Context, n *network, f *flight, 
 		e.finishPending(f)
 		return
 	}
-	found, success, err := n.chain.Receipt(ctx, rec.Intent.TxHash)
+	hash, found, success, err := e.receipt(ctx, n, rec.Intent)
 	if err != nil {
 		e.log.Error("broadcast refused and receipt unreadable; leaving pending", "network", n.id, "body", f.key, "err", err, "cause", cause)
 		e.finishPending(f)
@@ -329,8 +420,7 @@ func (e *Engine) resolveUnbroadcast(ctx context.Context, n *network, f *flight, 
 	}
 	switch {
 	case found:
-		f.setHash(rec.Intent.TxHash)
-		e.settleByReceipt(n, f, rec, success)
+		e.settleByReceipt(n, f, rec, hash, success)
 	case used:
 		e.log.Warn("authorization used by a transaction that is not ours", "network", n.id, "body", f.key, "cause", cause)
 		e.fail(f, n.id, x402.ReasonNonceAlreadyUsed, "the authorization was already used on-chain by another transaction; this facilitator charged nothing", rec, false)
@@ -352,6 +442,7 @@ func (e *Engine) awaitReceipt(n *network, f *flight, rec *kv.Settlement) {
 		defer e.paid(n, f.req)
 	}
 	sent := time.Now()
+	lastSend, attempts := sent, 0
 	deadline := sent.Add(e.opts.ReceiptTimeout)
 	usual := n.inclusionTime(e.opts.ReceiptPoll)
 	step := min(max(usual/8, minReceiptPoll), maxReceiptPoll)
@@ -365,12 +456,14 @@ func (e *Engine) awaitReceipt(n *network, f *flight, rec *kv.Settlement) {
 			return
 		}
 		ctx, cancel := e.chainCtx()
-		found, success, err := n.chain.Receipt(ctx, rec.Intent.TxHash)
+		hash, found, success, err := e.receipt(ctx, n, rec.Intent)
 		cancel()
 		switch {
 		case err == nil && found:
-			n.observeInclusion(time.Since(sent))
-			e.settleByReceipt(n, f, rec, success)
+			if attempts == 0 {
+				n.observeInclusion(time.Since(sent))
+			}
+			e.settleByReceipt(n, f, rec, hash, success)
 			return
 		case err != nil && e.ctx.Err() == nil:
 			e.log.Debug("poll receipt", "network", n.id, "tx", rec.Intent.TxHash, "err", err)
@@ -380,6 +473,13 @@ func (e *Engine) awaitReceipt(n *network, f *flight, rec *kv.Settlement) {
 			e.finishPending(f)
 			return
 		}
+		if time.Since(lastSend) > e.opts.StuckAfter && e.ctx.Err() == nil {
+			attempts++
+			if e.unstick(n, f, rec, attempts) {
+				return
+			}
+			lastSend = time.Now()
+		}
 		if time.Since(sent) > 4*usual {
 			step = min(step*2, maxReceiptPoll)
 		}
@@ -387,16 +487,81 @@ func (e *Engine) awaitReceipt(n *network, f *flight, rec *kv.Settlement) {
 	}
 }
 
-// settleByReceipt records the outcome a mined transaction decided.
-func (e *Engine) settleByReceipt(n *network, f *flight, rec *kv.Settlement, success bool) {
+// unstick handles a broadcast whose receipt has not come for StuckAfter: a
+// spent nonce decides the settlement; a nonce gap in front of it is filled;
+// then the transaction is sent again the first time, and from the second
+// time on replaced with the same nonce at a higher fee (recorded before it
+// is sent, so whichever of its transactions mines is found). It reports
+// whether the flight is finished.
+func (e *Engine) unstick(n *network, f *flight, rec *kv.Settlement, attempt int) bool {
+	ctx, cancel := e.chainCtx()
+	defer cancel()
+	in := rec.Intent
+	mined, err := n.chain.MinedNonce(ctx, in.Signer)
+	switch {
+	case err != nil:
+		e.log.Warn("stuck transaction: read signer nonce", "network", n.id, "body", f.key, "err", err)
+		return false
+	case mined > in.Nonce:
+		// Spent, and none of ours had a receipt at the last poll: look once
+		// more (one may have mined since), then the authorization decides.
+		hash, found, success, err := e.receipt(ctx, n, in)
+		if err != nil {
+			return false
+		}
+		if found {
+			e.settleByReceipt(n, f, rec, hash, success)
+			return true
+		}
+		e.resolveUnbroadcast(ctx, n, f, rec, errNonceSpent)
+		return true
+	case mined < in.Nonce:
+		e.fillGap(ctx, n, in.Signer, mined, in.Nonce)
+	}
+	tx := &Tx{Signer: in.Signer, Nonce: in.Nonce, Hash: in.TxHash, Raw: in.RawTx}
+	if attempt > 1 {
+		next, err := n.chain.Replace(ctx, tx)
+		if err != nil {
+			e.log.Warn("stuck transaction: sign replacement; sending it again instead", "network", n.id, "body", f.key, "tx", tx.Hash, "err", err)
+		} else {
+			updated, err := e.db.ReplaceSettlementTx(f.key, next.Hash, next.Raw)
+			switch {
+			case errors.Is(err, kv.ErrSettlementFinal):
+				e.finishFromRecord(f)
+				return true
+			case err != nil:
+				e.log.Error("stuck transaction: record replacement", "network", n.id, "body", f.key, "err", err)
+				return false
+			}
+			*rec = updated
+			e.log.Warn("stuck transaction replaced at a higher fee", "network", n.id, "body", f.key, "old_tx", tx.Hash, "tx", next.Hash, "signer", next.Signer, "nonce", next.Nonce)
+			tx = next
+			f.setHash(tx.Hash)
+		}
+	} else {
+		e.log.Warn("stuck transaction: sending it again", "network", n.id, "body", f.key, "tx", tx.Hash, "signer", tx.Signer, "nonce", tx.Nonce)
+	}
+	if err := n.chain.Broadcast(ctx, tx); err != nil {
+		e.log.Warn("stuck transaction: broadcast", "network", n.id, "body", f.key, "tx", tx.Hash, "err", err)
+	}
+	return false
+}
+
+// settleByReceipt records the outcome a mined transaction (hash, one of the
+// intent's) decided.
+func (e *Engine) settleByReceipt(n *network, f *flight, rec *kv.Settlement, hash string, success bool) {
+	f.setHash(hash)
 	if !success {
-		e.log.Error("settlement transaction reverted; gas spent, payer not charged", "network", n.id, "body", f.key, "tx", rec.Intent.TxHash)
-		e.fail(f, n.id, x402.ReasonEVMTransactionFailed, "the transfer transaction was mined and reverted; the payer was not charged", rec, true)
+		e.log.Error("settlement transaction reverted; gas spent, payer not charged", "network", n.id, "body", f.key, "tx", hash)
+		resp := f.baseResponse()
+		resp.ErrorReason, resp.Transaction = x402.ReasonEVMTransactionFailed, hash
+		resp.ErrorMessage = "the transfer transaction was mined and reverted; the payer was not charged"
+		e.finish(f, n.id, kv.SettlementFailed, resp.ErrorReason, resp, rec, true)
 		return
 	}
 	resp := f.baseResponse()
 	resp.Success = true
-	resp.Transaction = rec.Intent.TxHash
+	resp.Transaction = hash
 	if f.req != nil {
 		resp.Amount = f.req.Amount()
 	}
@@ -504,6 +669,9 @@ func (e *Engine) ensureFlight(rec kv.Settlement) *flight {
 func (e *Engine) newResolveLocked(rec kv.Settlement) (*flight, func()) {
 	req, decodeErr := x402.DecodeRequest(rec.Body)
 	f := e.newFlightLocked(rec.BodyKey, req)
+	if rec.Intent != nil {
+		f.setHash(rec.Intent.TxHash) // pending answers name the transaction
+	}
 	n := e.byName[rec.Network]
 	return f, func() {
 		switch {
@@ -540,13 +708,13 @@ func (e *Engine) resync(n *network, signer string) {
 	}
 }
 
-// Reconcile resolves every pending intent with the chain: a receipt makes
-// it final; without one the recorded transaction is broadcast again
-// unchanged (never re-signed), and if the node refuses it the
-// authorization's on-chain state decides. Call it on start, before serving,
-// so recorded transactions take their signer nonces before new ones. It
-// waits, bounded by ctx, for the resolutions and reports those still
-// pending.
+// Reconcile resolves every pending intent with the chain and waits, bounded
+// by ctx, for the resolutions, reporting those still pending: a receipt of
+// any of its transactions makes it final; a record signed on a chain that
+// is gone fails; without a receipt a nonce gap in front of it is filled and
+// the recorded transaction is broadcast again unchanged (never re-signed),
+// and if the node refuses it the authorization's on-chain state decides.
+// A service calls StartReconciling instead, which does not wait.
 func (e *Engine) Reconcile(ctx context.Context) error {
 	e.startup.Do(func() {})
 	flights, err := e.reconcilePass()
@@ -570,8 +738,34 @@ func (e *Engine) Reconcile(ctx context.Context) error {
 	return nil
 }
 
+// StartReconciling resolves, in the background, the settlements a previous
+// process left pending, then every ReconcileInterval those still pending
+// that nobody works on (a receipt wait that ran out, a network that was
+// unreachable). It returns at once: the service answers while
+// reconciliation runs, and a settle of a body being reconciled waits on it
+// as any identical request does (settlement_pending with the transaction
+// hash until it is final). Pending records of a network that cannot settle
+// now wait for it.
+func (e *Engine) StartReconciling() {
+	e.workers.Add(1)
+	go func() {
+		defer e.workers.Done()
+		e.startup.Do(func() { e.reconcilePass() })
+		t := time.NewTicker(e.opts.ReconcileInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-e.ctx.Done():
+				return
+			case <-t.C:
+				e.reconcilePass()
+			}
+		}
+	}()
+}
+
 // reconcilePass starts (or joins) a reconciliation flight for every pending
-// record and queues them in nonce order.
+// record of a network that can settle now and queues them in nonce order.
 func (e *Engine) reconcilePass() ([]*flight, error) {
 	recs, err := e.db.PendingSettlements()
 	if err != nil {
@@ -579,7 +773,17 @@ func (e *Engine) reconcilePass() ([]*flight, error) {
 		return nil, fmt.Errorf("settle: reconcile: %w", err)
 	}
 	var flights []*flight
+	started, waiting := 0, 0
 	for _, rec := range recs {
+		n := e.byName[rec.Network]
+		if n == nil {
+			waiting++ // a network not configured now: nothing can resolve it
+			continue
+		}
+		if ok, _ := n.chain.Available(); !ok {
+			waiting++
+			continue
+		}
 		e.mu.Lock()
 		if f := e.flights[rec.BodyKey]; f != nil {
 			e.mu.Unlock()
@@ -593,10 +797,12 @@ func (e *Engine) reconcilePass() ([]*flight, error) {
 		f, start := e.newResolveLocked(rec)
 		e.mu.Unlock()
 		start()
+		started++
 		flights = append(flights, f)
 	}
-	if len(recs) > 0 {
-		e.log.Info("reconcile: resolving pending settlements", "count", len(recs))
+	e.waiting.Store(int64(waiting))
+	if started > 0 {
+		e.log.Info("reconcile: resolving pending settlements", "count", started, "waiting_for_network", waiting)
 	}
 	return flights, nil
 }
