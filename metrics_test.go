@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -72,7 +73,16 @@ func TestMetricsParseAndCoverBothServices(t *testing.T) {
 		resp.Body.Close()
 	}
 
+	// The first probe runs in the background a jittered interval after
+	// start: scrape until it has been counted (bounded), then check all.
 	fams := scrape(t, fac+"/metrics")
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+		if sample(fams, "ardx_probe_results_total", map[string]string{"path": "rpc", "outcome": "ok"}) != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+		fams = scrape(t, fac+"/metrics")
+	}
 	for _, tc := range []struct {
 		name   string
 		labels map[string]string
