@@ -88,11 +88,11 @@ func TestVerifyReasons(t *testing.T) {
 			set(m, "paymentRequirements.extra", map[string]any{"name": "USDC"})
 		}},
 		{name: "payload network differs from requirements", want: x402.ReasonNetworkMismatch, edit: func(t *testing.T, m map[string]any, v int) {
-			set(m, payloadNetworkPath(v), "eip155:8453")
+			set(m, payloadNetworkPath(v), otherNetwork(v))
 		}},
 		{name: "both name another network", want: x402.ReasonNetworkMismatch, edit: func(t *testing.T, m map[string]any, v int) {
-			set(m, payloadNetworkPath(v), "base")
-			set(m, "paymentRequirements.network", "base")
+			set(m, payloadNetworkPath(v), otherNetwork(v))
+			set(m, "paymentRequirements.network", otherNetwork(v))
 		}},
 		{name: "asset is not this network's token", want: x402.ReasonAssetMismatch, edit: func(t *testing.T, m map[string]any, v int) {
 			setRequirements(m, v, "asset", other.Hex())
