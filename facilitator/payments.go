@@ -21,6 +21,9 @@ const (
 	reasonTooManyRequests = "too_many_requests"
 	reasonVerifyInternal  = "unexpected_verify_error"
 	reasonSettleInternal  = "unexpected_settle_error"
+	// reasonIdempotencyKeyConflict: the merchant reused an Idempotency-Key
+	// with another body (the 422); the payer can do nothing about it.
+	reasonIdempotencyKeyConflict = "idempotency_key_conflict"
 )
 
 // MaxIdempotencyKeyLen bounds the Idempotency-Key header; the key is stored,
@@ -181,7 +184,7 @@ func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) {
 // only answer outside the payment shape is the 422 problem for an
 // Idempotency-Key reused with a different body, as the spec names it.
 func (s *Service) handleSettle(w http.ResponseWriter, r *http.Request) {
-	body, _, ok := s.readPayment(w, r, settleShape)
+	body, req, ok := s.readPayment(w, r, settleShape)
 	if !ok {
 		return
 	}
@@ -197,8 +200,9 @@ func (s *Service) handleSettle(w http.ResponseWriter, r *http.Request) {
 	resp, replayed, err := s.engine.Settle(ctx, body, key)
 	if err != nil {
 		if errors.Is(err, settle.ErrIdempotencyKeyConflict) {
-			s.problems.Write(w, r, s.problems.New(web.SlugUnprocessable,
-				"the Idempotency-Key was first used with a different request body; use a new key for a new payment"))
+			s.writeSettleProblem(w, req, s.problems.New(web.SlugUnprocessable,
+				"the Idempotency-Key was first used with a different request body; use a new key for a new payment"),
+				reasonIdempotencyKeyConflict)
 			return
 		}
 		if errors.Is(err, settle.ErrClosed) {
@@ -217,6 +221,32 @@ func (s *Service) handleSettle(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	web.WriteJSON(w, http.StatusOK, resp)
+}
+
+// settleProblem is a failed settle response that is also an RFC 9457
+// problem document: the contract calls the answer to a reused
+// Idempotency-Key a 422 problem, and says /settle keeps its payment shape on
+// every status. One object satisfies both readings.
+type settleProblem struct {
+	x402.SettleResponse
+	*web.Problem
+}
+
+// writeSettleProblem answers a settle with p, carrying reason (and p's
+// detail as the message) in the settle members, and the network and payer
+// of the request.
+func (s *Service) writeSettleProblem(w http.ResponseWriter, req *x402.PaymentRequest, p *web.Problem, reason string) {
+	body, err := json.Marshal(settleProblem{
+		SettleResponse: x402.SettleResponse{ErrorReason: reason, ErrorMessage: p.Detail, Payer: req.Payer(), Network: req.Network()},
+		Problem:        p,
+	})
+	if err != nil { // two plain structs: cannot fail
+		panic(err)
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(body, '\n'))
 }
 
 // handleHealth handles "GET /health": 200 while accepting traffic, a 503
