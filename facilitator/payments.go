@@ -24,6 +24,9 @@ const (
 	// reasonIdempotencyKeyConflict: the merchant reused an Idempotency-Key
 	// with another body (the 422); the payer can do nothing about it.
 	reasonIdempotencyKeyConflict = "idempotency_key_conflict"
+	// reasonPaymentIDConflict: a payment-identifier id was reused for a
+	// purchase with other terms (the 409).
+	reasonPaymentIDConflict = "payment_identifier_conflict"
 )
 
 // MaxIdempotencyKeyLen bounds the Idempotency-Key header; the key is stored,

@@ -244,6 +244,7 @@ func (s *Service) routes() http.Handler {
 	r.Handler(http.MethodGet, "/mcp", http.HandlerFunc(s.handleMCPMethodNotAllowed))
 	r.Handler(http.MethodDelete, "/mcp", http.HandlerFunc(s.handleMCPMethodNotAllowed))
 	r.Handler(http.MethodGet, "/integrate", http.HandlerFunc(s.handleIntegrate))
+	r.Handler(http.MethodGet, "/developers", http.HandlerFunc(s.handleDevelopers))
 
 	return web.Chain(r,
 		web.WithRequestID,

@@ -197,8 +197,8 @@ func TestStatusPage(t *testing.T) {
 func statusFigures(rpcBound float64) []string {
 	return []string{
 		"eip155:1337", "eip155:84532", "rpc unreachable", "degraded",
-		fmt.Sprintf("%.2f%%", rpcBound*100), // 88.82%
-		"95 / 100", "3 / 3", "withheld",
+		fmt.Sprintf("at least %d%% with 95%% confidence, 95 of 100 ok", int(rpcBound*100)), // 88%
+		"withheld, 3 of 3 ok",
 		"3 days", // sanctions list age
 		"v1.2.3",
 	}

@@ -444,7 +444,11 @@ func TestVerifyRouting(t *testing.T) {
 		// The requirements name the network; the chain then judges a payload
 		// signed for another one (the fake accepts it).
 		{name: "requirements route", p: func() payment { p := newPayment(15); p.payloadNetwork = "solana:mainnet"; return p }(), valid: true},
-		{name: "requirements unknown", p: func() payment { p := newPayment(15); p.network, p.payloadNetwork = "solana:mainnet", "eip155:84532"; return p }(), reason: x402.ReasonUnsupportedNetwork},
+		{name: "requirements unknown", p: func() payment {
+			p := newPayment(15)
+			p.network, p.payloadNetwork = "solana:mainnet", "eip155:84532"
+			return p
+		}(), reason: x402.ReasonUnsupportedNetwork},
 		{name: "chain says invalid", p: func() payment { p := newPayment(15); p.amount = "999999"; return p }(), reason: x402.ReasonInsufficientBalance},
 		{name: "unavailable", p: newPayment(15), setup: func() { c.unavailable = "rpc down" }, reason: x402.ReasonServiceUnavailable},
 	}
