@@ -1,85 +1,12 @@
 package facilitator_test
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ardx-dev/ardx/internal/pagecheck"
+	"github.com/ardx-dev/ardx/internal/srcscan"
 )
-
-// constValues returns the string constants declared in the Go files
-// matching glob whose names start with one of prefixes.
-func constValues(t *testing.T, glob string, prefixes ...string) map[string]string {
-	t.Helper()
-	files, err := filepath.Glob(glob)
-	if err != nil || len(files) == 0 {
-		t.Fatalf("glob %s: %v", glob, err)
-	}
-	out := map[string]string{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			vs, ok := n.(*ast.ValueSpec)
-			if !ok {
-				return true
-			}
-			for i, name := range vs.Names {
-				if i >= len(vs.Values) {
-					continue
-				}
-				lit, ok := vs.Values[i].(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					continue
-				}
-				for _, p := range prefixes {
-					if strings.HasPrefix(name.Name, p) {
-						out[name.Name], _ = strconv.Unquote(lit.Value)
-					}
-				}
-			}
-			return true
-		})
-	}
-	return out
-}
-
-// usedSlugs returns the values of the web.Slug* constants the non-test Go
-// files matching glob refer to.
-func usedSlugs(t *testing.T, glob string) map[string]string {
-	t.Helper()
-	all := constValues(t, "../web/problem.go", "Slug")
-	files, _ := filepath.Glob(glob)
-	used := map[string]string{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			if sel, ok := n.(*ast.SelectorExpr); ok {
-				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "web" && strings.HasPrefix(sel.Sel.Name, "Slug") {
-					used[sel.Sel.Name] = all[sel.Sel.Name]
-				}
-			}
-			return true
-		})
-	}
-	return used
-}
 
 // TestDevelopersPage: /developers documents every problem type the
 // facilitator's code can answer with and every reason code it declares, as
@@ -96,11 +23,11 @@ func TestDevelopersPage(t *testing.T) {
 	if md.Status != 200 || !strings.HasPrefix(md.Header.Get("Content-Type"), "text/markdown") || string(plain.Body) != string(md.Body) {
 		t.Fatalf("Markdown: %d %s", md.Status, md.Header.Get("Content-Type"))
 	}
-	want := usedSlugs(t, "*.go")
-	for name, v := range constValues(t, "x402/reasons.go", "Reason") {
+	want := srcscan.WebSlugs(t, ".", "../web")
+	for name, v := range srcscan.Consts(t, "x402", "Reason") {
 		want[name] = v
 	}
-	for name, v := range constValues(t, "payments.go", "reason") {
+	for name, v := range srcscan.Consts(t, ".", "reason") {
 		want[name] = v
 	}
 	if len(want) < 30 {
