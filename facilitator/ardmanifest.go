@@ -48,11 +48,13 @@ type ardEntry struct {
 	Data                  any      `json:"data"`
 }
 
-// ardManifest is the body of GET /.well-known/ard.json (ARD v0.91 shape:
-// host and entries, no specVersion).
+// ardManifest is the body of GET /.well-known/ard.json: the ARD v0.91
+// shape (host and entries) with v0.9's specVersion "1.0", which v0.91
+// ignores and v0.9 consumers (and our own doctor) require.
 type ardManifest struct {
-	Host    ardHost    `json:"host"`
-	Entries []ardEntry `json:"entries"`
+	SpecVersion string     `json:"specVersion"`
+	Host        ardHost    `json:"host"`
+	Entries     []ardEntry `json:"entries"`
 }
 
 type ardHost struct {
@@ -65,7 +67,8 @@ func (s *Service) ardManifest() ardManifest {
 	pub := ardPublisher(s.cfg.PublicURL)
 	base := s.cfg.PublicURL
 	return ardManifest{
-		Host: ardHost{DisplayName: "ardx x402 facilitator at " + pub},
+		SpecVersion: "1.0",
+		Host:        ardHost{DisplayName: "ardx x402 facilitator at " + pub},
 		Entries: []ardEntry{
 			{
 				Identifier:   "urn:air:" + pub + ":x402:facilitator",
