@@ -183,9 +183,10 @@ func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleSettle handles "POST /settle". The engine settles each canonical
-// body at most once; a replay is marked with Idempotency-Replayed: true. The
-// only answer outside the payment shape is the 422 problem for an
-// Idempotency-Key reused with a different body, as the spec names it.
+// body at most once, and each payment-identifier id at most once; a replay
+// is marked with Idempotency-Replayed: true. An Idempotency-Key reused with
+// a different body (422) and a payment id reused for other terms (409) are
+// answered as problems that are also failed settle responses.
 func (s *Service) handleSettle(w http.ResponseWriter, r *http.Request) {
 	body, req, ok := s.readPayment(w, r, settleShape)
 	if !ok {
@@ -200,8 +201,25 @@ func (s *Service) handleSettle(w http.ResponseWriter, r *http.Request) {
 	// A merchant that hangs up must not abandon a settlement half-way: the
 	// engine bounds its own wait (about 25 s) and records the outcome.
 	ctx := context.WithoutCancel(r.Context())
-	resp, replayed, err := s.engine.Settle(ctx, body, key)
+	var (
+		resp     x402.SettleResponse
+		replayed bool
+		err      error
+	)
+	if req.PaymentID != "" {
+		// The payment-identifier extension: one purchase per id, whatever
+		// authorization a retry carries.
+		resp, replayed, err = s.engine.SettlePurchase(ctx, body, key, req.PaymentID, req.PurchaseFingerprint())
+	} else {
+		resp, replayed, err = s.engine.Settle(ctx, body, key)
+	}
 	if err != nil {
+		if errors.Is(err, settle.ErrPaymentIDConflict) {
+			s.writeSettleProblem(w, req, s.problems.New(web.SlugConflict,
+				"the payment id "+req.PaymentID+" was first used for a purchase with other terms (scheme, network, asset, amount, payTo or resource); use a new id for a new purchase"),
+				reasonPaymentIDConflict)
+			return
+		}
 		if errors.Is(err, settle.ErrIdempotencyKeyConflict) {
 			s.writeSettleProblem(w, req, s.problems.New(web.SlugUnprocessable,
 				"the Idempotency-Key was first used with a different request body; use a new key for a new payment"),

@@ -2,6 +2,8 @@ package x402
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +30,32 @@ type PaymentRequest struct {
 	Authorization Authorization
 	// Requirements are the terms the merchant advertised.
 	Requirements Requirements
+	// Resource is the URL paid for: v2 paymentPayload.resource.url, v1
+	// paymentRequirements.resource; "" when not sent.
+	Resource string
+	// PaymentID is the payment-identifier extension's id (v2), the
+	// client's idempotency key for the purchase; "" when not sent.
+	PaymentID string
+}
+
+// ExtensionPaymentIdentifier names the x402 payment-identifier extension.
+const ExtensionPaymentIdentifier = "payment-identifier"
+
+// The payment-identifier extension's id: 16 to 128 of [A-Za-z0-9_-].
+const (
+	minPaymentIDLen = 16
+	maxPaymentIDLen = 128
+)
+
+// PurchaseFingerprint identifies what is bought, whatever authorization
+// pays for it: the hex SHA-256 of scheme, network, asset, amount, payTo and
+// resource. A payment id is bound to it: a retry of the same purchase
+// carries a fresh authorization but the same fingerprint.
+func (r *PaymentRequest) PurchaseFingerprint() string {
+	rq := r.Requirements
+	b, _ := json.Marshal([]string{rq.Scheme, rq.Network, strings.ToLower(rq.Asset), rq.Amount, strings.ToLower(rq.PayTo), r.Resource})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // Requirements are payment requirements normalised across v1 and v2.
@@ -99,6 +127,8 @@ type wirePayload struct {
 	Scheme      *string           `json:"scheme"`
 	Network     *string           `json:"network"`
 	Accepted    *wireRequirements `json:"accepted"`
+	Resource    json.RawMessage   `json:"resource"`
+	Extensions  json.RawMessage   `json:"extensions"`
 	Payload     *struct {
 		Signature            string          `json:"signature"`
 		Authorization        *Authorization  `json:"authorization"`
@@ -202,7 +232,59 @@ func DecodeRequest(body []byte) (*PaymentRequest, error) {
 		return nil, err
 	}
 	out.Requirements = req
+	out.Resource = req.Resource
+	if version == Version2 {
+		if isObject(p.Resource) {
+			var res struct {
+				URL string `json:"url"`
+			}
+			_ = json.Unmarshal(p.Resource, &res) // a non-string url is no URL
+			out.Resource = res.URL
+		}
+		if out.PaymentID, err = paymentID(p.Extensions); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// paymentID reads the payment-identifier extension of a v2 payload's
+// extensions: its info.id, checked as the extension's schema says. An
+// extension that says required with no id is refused, as the extension's
+// 400 says.
+func paymentID(extensions json.RawMessage) (string, error) {
+	if !isObject(extensions) {
+		return "", nil
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(extensions, &all); err != nil {
+		return "", nil
+	}
+	raw, ok := all[ExtensionPaymentIdentifier]
+	if !ok {
+		return "", nil
+	}
+	var ext struct {
+		Info *struct {
+			Required *bool   `json:"required"`
+			ID       *string `json:"id"`
+		} `json:"info"`
+	}
+	const where = "paymentPayload.extensions.payment-identifier"
+	if err := json.Unmarshal(raw, &ext); err != nil || ext.Info == nil {
+		return "", invalid("%s must be an object with an info object", where)
+	}
+	if ext.Info.ID == nil {
+		if ext.Info.Required != nil && *ext.Info.Required {
+			return "", invalid("%s is required but carries no info.id", where)
+		}
+		return "", nil
+	}
+	id := *ext.Info.ID
+	if len(id) < minPaymentIDLen || len(id) > maxPaymentIDLen || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
+		return "", invalid("%s.info.id %q must be %d to %d letters, digits, '-' or '_'", where, truncate(id), minPaymentIDLen, maxPaymentIDLen)
+	}
+	return id, nil
 }
 
 // parseVersion reads an x402Version member: the JSON integer 1 or 2.

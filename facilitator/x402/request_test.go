@@ -164,3 +164,53 @@ func TestEncodeCanonicalShapes(t *testing.T) {
 		t.Errorf("payload %+v", p)
 	}
 }
+
+// TestPaymentIdentifier reads the payment-identifier extension's id and
+// the purchase fingerprint it is bound to.
+func TestPaymentIdentifier(t *testing.T) {
+	withExt := func(ext string) string {
+		return strings.Replace(bodyV2(`"x402Version":2,`), `"extensions":{}`, `"extensions":{"payment-identifier":`+ext+`}`, 1)
+	}
+	const id = "pay_7d5d747be160e280504c099d984bcfe0"
+	r, err := x402.DecodeRequest([]byte(withExt(`{"info":{"required":false,"id":"` + id + `"},"schema":{"type":"object"}}`)))
+	if err != nil || r.PaymentID != id || r.Resource != "https://api.example.com/premium-data" {
+		t.Fatalf("decode: %+v %v", r, err)
+	}
+	for _, ok := range []string{`{"info":{"required":false}}`, `{"info":{}}`} {
+		if r, err := x402.DecodeRequest([]byte(withExt(ok))); err != nil || r.PaymentID != "" {
+			t.Errorf("%s: %+v %v", ok, r, err)
+		}
+	}
+	for _, bad := range []string{`{"info":{"id":"short"}}`, `{"info":{"id":"pay_7d5d747be160e2/0504c"}}`, `{"info":{"id":"` + strings.Repeat("a", 129) + `"}}`,
+		`{"info":{"id":7}}`, `{"info":{"required":true}}`, `{}`, `"x"`} {
+		if _, err := x402.DecodeRequest([]byte(withExt(bad))); err == nil || !strings.Contains(err.Error(), "payment-identifier") {
+			t.Errorf("%s: accepted (%v)", bad, err)
+		}
+	}
+	v1, _ := x402.DecodeRequest([]byte(bodyV1(`"x402Version":1,`)))
+	if v1.Resource != "https://api.example.com/premium-data" {
+		t.Errorf("v1 resource %q", v1.Resource)
+	}
+
+	// Another authorization for the same purchase keeps the fingerprint;
+	// other terms change it.
+	base, _ := x402.DecodeRequest([]byte(bodyV2(`"x402Version":2,`)))
+	other, _ := x402.DecodeRequest([]byte(strings.Replace(bodyV2(`"x402Version":2,`), "0x0000000000000000000000000000000000000000000000000000000000000001", "0x0000000000000000000000000000000000000000000000000000000000000002", 1)))
+	if base.PurchaseFingerprint() != other.PurchaseFingerprint() {
+		t.Error("a fresh authorization changed the purchase fingerprint")
+	}
+	for _, change := range [][2]string{
+		{`"amount":"10000"`, `"amount":"10001"`},
+		{`"payTo":"0x70997970C51812dc3A010C7d01b50e0d17dc79C8"`, `"payTo":"0x90F79bf6EB2c4f870365E785982E1f101E93b906"`},
+		{`premium-data"}`, `other-data"}`},
+	} {
+		b := strings.ReplaceAll(bodyV2(`"x402Version":2,`), change[0], change[1])
+		c, err := x402.DecodeRequest([]byte(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.PurchaseFingerprint() == base.PurchaseFingerprint() {
+			t.Errorf("changing %s kept the fingerprint", change[0])
+		}
+	}
+}
