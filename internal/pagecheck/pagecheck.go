@@ -100,7 +100,7 @@ func Check(tb testing.TB, h http.Handler, paths ...string) map[string]Result {
 	defer srv.Close()
 	results := map[string]Result{}
 	for _, path := range paths {
-		dom := run(tb, bin, "--virtual-time-budget=10000", "--dump-dom", srv.URL+probePath+"?page="+path)
+		dom := Run(tb, bin, "--virtual-time-budget=10000", "--dump-dom", srv.URL+probePath+"?page="+path)
 		m := resultRE.FindStringSubmatch(dom)
 		if m == nil {
 			tb.Fatalf("%s: the contrast probe did not finish; the page did not load in the frame", path)
@@ -117,7 +117,7 @@ func Check(tb testing.TB, h http.Handler, paths ...string) map[string]Result {
 		}
 		if dir := os.Getenv("ARDX_SCREENSHOT_DIR"); dir != "" {
 			name := strings.Trim(regexp.MustCompile(`[^a-zA-Z0-9]+`).ReplaceAllString(path, "_"), "_") + ".png"
-			run(tb, bin, "--window-size=1200,1600", "--screenshot="+filepath.Join(dir, name), srv.URL+path)
+			Run(tb, bin, "--window-size=1200,1600", "--screenshot="+filepath.Join(dir, name), srv.URL+path)
 		}
 		results[path] = res
 	}
@@ -130,7 +130,9 @@ func unescapeHTML(s string) string {
 	return strings.NewReplacer("&quot;", `"`, "&lt;", "<", "&gt;", ">", "&#39;", "'", "&amp;", "&").Replace(s)
 }
 
-func run(tb testing.TB, bin string, args ...string) string {
+// Run runs headless Chromium bin with args (after the flags every run
+// needs) and returns its standard output, failing the test on an error.
+func Run(tb testing.TB, bin string, args ...string) string {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
