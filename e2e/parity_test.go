@@ -128,6 +128,9 @@ type signJob struct {
 	Requirements     map[string]any `json:"requirements"`
 	ClockSkewSeconds int64          `json:"clockSkewSeconds,omitempty"`
 	ChainID          int64          `json:"chainId"`
+	// PaymentID, when set, is a payment-identifier id the official
+	// extension helpers put in the payload.
+	PaymentID string `json:"paymentId,omitempty"`
 }
 
 // signOfficial signs every job in one node process and returns the payment
@@ -227,6 +230,7 @@ func paymentBody(t *testing.T, version int, payload, requirements map[string]any
 // the issue compares; a field the body lacks is nil.
 type answer struct {
 	status int
+	header http.Header
 	raw    string
 	fields map[string]any
 }
@@ -260,7 +264,7 @@ func postAnswer(t *testing.T, url string, body map[string]any) answer {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	a := answer{status: resp.StatusCode, raw: string(bytes.TrimSpace(b)), fields: map[string]any{}}
+	a := answer{status: resp.StatusCode, header: resp.Header, raw: string(bytes.TrimSpace(b)), fields: map[string]any{}}
 	if err := json.Unmarshal(b, &a.fields); err != nil {
 		t.Fatalf("POST %s answered %d with non-JSON %q", url, resp.StatusCode, b)
 	}
