@@ -72,7 +72,7 @@ func TestDecodeRequestRejects(t *testing.T) {
 	}{
 		{"not JSON", `{"x402Version":`, "not an x402 request"},
 		{"array", `[]`, "JSON object"},
-		{"trailing data", v2 + `{}`, "after the JSON value"},
+		{"trailing data", v2 + `{}`, "after top-level value"},
 		{"no payload", `{"x402Version":2,"paymentRequirements":` + reqV2 + `}`, "paymentPayload is required"},
 		{"payload not an object", `{"x402Version":2,"paymentPayload":"x","paymentRequirements":` + reqV2 + `}`, "paymentPayload is required"},
 		{"no requirements", `{"x402Version":2,"paymentPayload":{}}`, "paymentRequirements is required"},
@@ -211,6 +211,18 @@ func TestPaymentIdentifier(t *testing.T) {
 		}
 		if c.PurchaseFingerprint() == base.PurchaseFingerprint() {
 			t.Errorf("changing %s kept the fingerprint", change[0])
+		}
+	}
+}
+
+// BenchmarkDecodeRequest: the strict decoder on the reference v2 body (the
+// strict pass, then the typed decode).
+func BenchmarkDecodeRequest(b *testing.B) {
+	body := []byte(bodyV2(`"x402Version":2,`))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := x402.DecodeRequest(body); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
