@@ -45,8 +45,8 @@ var (
 const maxStrictDepth = 64
 
 // checkStrict returns a description of the first thing in body that does
-// not mean exactly one thing, or nil. It reads the bytes once, without
-// building values: a payment body is checked in a few microseconds.
+// not mean exactly one thing, or nil. It makes a few passes over the bytes
+// (UTF-8, syntax, surrogates, then one walk) without building values.
 func checkStrict(body []byte) error {
 	if !utf8.Valid(body) {
 		return errors.New("the body is not valid UTF-8")
