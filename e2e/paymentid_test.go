@@ -73,4 +73,3 @@ func TestPaymentIdentifierWithOfficialClient(t *testing.T) {
 		t.Fatalf("the merchant received %s, want 10000", got)
 	}
 }
-
