@@ -48,9 +48,9 @@ type ardEntry struct {
 	Data                  any      `json:"data"`
 }
 
-// ardManifest is the body of GET /.well-known/ard.json: the v0.91 shape
-// (host and entries) plus specVersion "1.0", which the v0.9 conformance tool
-// requires, so both generations accept it.
+// ardManifest is the body of GET /.well-known/ard.json: the ARD v0.91
+// shape (host and entries) with v0.9's specVersion "1.0", which v0.91
+// ignores and v0.9 consumers (the conformance tool, our own doctor) require.
 type ardManifest struct {
 	SpecVersion string     `json:"specVersion"`
 	Host        ardHost    `json:"host"`

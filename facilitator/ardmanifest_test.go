@@ -14,6 +14,12 @@ func TestARDManifest(t *testing.T) {
 	if a.Status != 200 {
 		t.Fatalf("status %d", a.Status)
 	}
+	var top struct {
+		SpecVersion string `json:"specVersion"`
+	}
+	if err := json.Unmarshal(a.Body, &top); err != nil || top.SpecVersion != "1.0" {
+		t.Fatalf("specVersion %q (%v), want \"1.0\" (ARD v0.9 requires it; the doctor warns without it)", top.SpecVersion, err)
+	}
 	m, problems := ingest.ParseManifest(a.Body)
 	if len(problems) != 0 {
 		t.Fatalf("manifest problems: %v", problems)

@@ -158,7 +158,10 @@ func (c *Catalogue) recordSettled(req *x402.PaymentRequest) {
 		c.log.Warn("settled payment not found for the catalogue", "err", err)
 		return
 	}
-	if _, ok, err := c.Record(body); err != nil {
+	if _, ok, err := c.Record(body); errors.Is(err, ErrNotDiscoverable) {
+		// Most payments declare no bazaar extension: normal, not a warning.
+		c.log.Debug("settled resource not catalogued", "reason", err)
+	} else if err != nil {
 		c.log.Warn("catalogue record failed", "err", err)
 	} else if ok {
 		c.log.Debug("catalogue updated")

@@ -1,9 +1,15 @@
 package facilitator
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"sync"
 	"testing"
+
+	"github.com/ardx-dev/ardx/facilitator/x402"
+	"github.com/ardx-dev/ardx/kv"
 )
 
 func TestValidRouteTemplate(t *testing.T) {
@@ -88,4 +94,45 @@ func FuzzExtractDiscovery(f *testing.F) {
 			t.Fatalf("accepted entry %+v", e)
 		}
 	})
+}
+
+// levels records the level of every log record.
+type levels struct {
+	mu  sync.Mutex
+	got []slog.Level
+}
+
+func (l *levels) Enabled(context.Context, slog.Level) bool { return true }
+func (l *levels) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, r.Level)
+	return nil
+}
+func (l *levels) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *levels) WithGroup(string) slog.Handler      { return l }
+
+// TestSettleWithoutBazaarIsNoWarning: a settled payment that declares no
+// bazaar extension is the common case; it is logged at debug, never warned.
+func TestSettleWithoutBazaarIsNoWarning(t *testing.T) {
+	db, err := kv.Open(t.TempDir(), kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	log := &levels{}
+	c, err := NewCatalogue(db, slog.New(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.bodyOf = func(*x402.PaymentRequest) ([]byte, error) {
+		return []byte(`{"x402Version":2,"paymentPayload":{"x402Version":2,"resource":{"url":"https://shop.test/a"},"accepted":{},"payload":{}},"paymentRequirements":{}}`), nil
+	}
+	c.recordSettled(&x402.PaymentRequest{})
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.got) != 1 || log.got[0] != slog.LevelDebug {
+		t.Fatalf("log levels %v, want one debug record", log.got)
+	}
 }

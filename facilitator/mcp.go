@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -199,10 +200,67 @@ func (s *Service) mcpHandler() http.Handler {
 		MaxRequestBodyBytes:        MaxBodyBytes,
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := web.ReadBody(w, r, MaxBodyBytes)
+		if err != nil {
+			s.problems.Write(w, r, err)
+			return
+		}
+		head := readRPCHead(body)
+		if head.isRequest() && head.JSONRPC != "2.0" {
+			writeRPCError(w, head.ID, rpcInvalidRequest, `the "jsonrpc" member must be "2.0"`)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		pw := &problemWriter{ResponseWriter: w}
 		h.ServeHTTP(pw, r)
-		pw.finish(s, r)
+		pw.finish(s, r, head)
 	})
+}
+
+// JSON-RPC 2.0 error codes the wrapper answers with.
+const (
+	rpcInvalidRequest = -32600
+	rpcMethodNotFound = -32601
+)
+
+// rpcHead is what the MCP handler reads of a message before the SDK does,
+// so that a protocol error about a request with an id can be answered as
+// a JSON-RPC error, which is what an MCP client reads.
+type rpcHead struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+}
+
+func readRPCHead(body []byte) rpcHead {
+	var h rpcHead
+	_ = json.Unmarshal(body, &h) // a batch or non-JSON leaves it empty
+	return h
+}
+
+// isRequest reports whether the message carries an id a client waits on (a
+// string or a number; notifications and answers to them have none).
+func (h rpcHead) isRequest() bool {
+	id := bytes.TrimSpace(h.ID)
+	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9')
+}
+
+// writeRPCError answers a request with a JSON-RPC error object, with status
+// 200: the transport worked, and MCP clients read errors from the body of
+// a successful POST (a 4xx makes them fail the transport, not the call).
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, code int, msg string) {
+	w.Header().Set("Cache-Control", "no-store")
+	web.WriteJSON(w, http.StatusOK, struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, msg}})
 }
 
 // handleMCPMethodNotAllowed handles "GET /mcp" and "DELETE /mcp": the server
@@ -213,9 +271,11 @@ func (s *Service) handleMCPMethodNotAllowed(w http.ResponseWriter, r *http.Reque
 		r.Method+" /mcp is not served: this MCP server is stateless (Streamable HTTP without sessions); send JSON-RPC requests with POST"))
 }
 
-// problemWriter turns the SDK's plain-text error answers (bad JSON-RPC,
-// wrong Accept, body too large) into problem documents, as every
-// non-payment path of the facilitator answers; JSON-RPC answers pass through.
+// problemWriter turns the SDK's plain-text error answers into JSON-RPC
+// errors when they concern a request with an id (unknown method, invalid
+// request), else into problem documents, as every non-payment path of the
+// facilitator answers (not JSON, a batch, body too large); JSON-RPC answers
+// pass through.
 type problemWriter struct {
 	http.ResponseWriter
 	status  int
@@ -270,20 +330,31 @@ var slugOfStatus = map[int]string{
 	http.StatusUnsupportedMediaType:  web.SlugUnsupportedMedia,
 }
 
-func (pw *problemWriter) finish(s *Service, r *http.Request) {
+func (pw *problemWriter) finish(s *Service, r *http.Request, head rpcHead) {
 	if !pw.capture {
+		return
+	}
+	detail := strings.TrimSpace(pw.body.String())
+	pw.Header().Del("Content-Length")
+	pw.Header().Del("X-Content-Type-Options")
+	if pw.status == http.StatusBadRequest && head.isRequest() {
+		// The SDK refused a request a client waits on: unknown methods
+		// (its words: "not handled ... unsupported") and other invalid
+		// requests become JSON-RPC errors for that id.
+		code := rpcInvalidRequest
+		if strings.Contains(detail, "unsupported") {
+			code, detail = rpcMethodNotFound, fmt.Sprintf("method %q is not served by this MCP server", head.Method)
+		}
+		writeRPCError(pw.ResponseWriter, head.ID, code, detail)
 		return
 	}
 	slug, ok := slugOfStatus[pw.status]
 	if !ok {
 		slug = web.SlugInternal
 	}
-	detail := strings.TrimSpace(pw.body.String())
 	if slug == web.SlugInternal {
 		s.logger.Error("mcp handler failed", "status", pw.status, "detail", detail, "request_id", web.RequestID(r.Context()))
 		detail = "the server failed to handle the request; retry with backoff"
 	}
-	pw.Header().Del("Content-Length")
-	pw.Header().Del("X-Content-Type-Options")
 	s.problems.Write(pw.ResponseWriter, r, s.problems.New(slug, detail))
 }

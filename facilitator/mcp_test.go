@@ -167,6 +167,39 @@ func TestMCPMethodsAndErrors(t *testing.T) {
 			}
 		})
 	}
+	// A protocol error about a request with an id is a JSON-RPC error for
+	// that id (status 200, as MCP clients read it); without an id there is
+	// nobody to answer in JSON-RPC, so it stays a problem.
+	rpcErrors := []struct {
+		name, body, id string
+		code           int
+	}{
+		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"no/such"}`, "1", -32601},
+		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":"a","method":"tools/list"}`, `"a"`, -32600},
+		{"no jsonrpc member", `{"id":3,"method":"tools/list"}`, "3", -32600},
+		{"unknown tool", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"nope"}}`, "4", -32602},
+	}
+	for _, tc := range rpcErrors {
+		t.Run(tc.name, func(t *testing.T) {
+			a := do(t, "POST", env.URL+"/mcp", []byte(tc.body), map[string]string{"Accept": "application/json, text/event-stream"})
+			var m struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   *struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			mustUnmarshal(t, a.Body, &m)
+			if a.Status != 200 || m.JSONRPC != "2.0" || string(m.ID) != tc.id || m.Error == nil || m.Error.Code != tc.code || m.Error.Message == "" {
+				t.Fatalf("status %d body %s, want a JSON-RPC error %d for id %s", a.Status, a.Body, tc.code, tc.id)
+			}
+		})
+	}
+	t.Run("unknown notification is a problem", func(t *testing.T) {
+		a := do(t, "POST", env.URL+"/mcp", []byte(`{"jsonrpc":"2.0","method":"no/such"}`), map[string]string{"Accept": "application/json, text/event-stream"})
+		wantProblem(t, a, 400, "bad-request")
+	})
 	t.Run("not JSON-RPC", func(t *testing.T) {
 		a := do(t, "POST", env.URL+"/mcp", []byte("hello"), map[string]string{"Accept": "application/json, text/event-stream"})
 		wantProblem(t, a, 400, "bad-request")

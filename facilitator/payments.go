@@ -21,6 +21,12 @@ const (
 	reasonTooManyRequests = "too_many_requests"
 	reasonVerifyInternal  = "unexpected_verify_error"
 	reasonSettleInternal  = "unexpected_settle_error"
+	// reasonIdempotencyKeyConflict: the merchant reused an Idempotency-Key
+	// with another body (the 422); the payer can do nothing about it.
+	reasonIdempotencyKeyConflict = "idempotency_key_conflict"
+	// reasonPaymentIDConflict: a payment-identifier id was reused for a
+	// purchase with other terms (the 409).
+	reasonPaymentIDConflict = "payment_identifier_conflict"
 )
 
 // MaxIdempotencyKeyLen bounds the Idempotency-Key header; the key is stored,
@@ -177,11 +183,12 @@ func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleSettle handles "POST /settle". The engine settles each canonical
-// body at most once; a replay is marked with Idempotency-Replayed: true. The
-// only answer outside the payment shape is the 422 problem for an
-// Idempotency-Key reused with a different body, as the spec names it.
+// body at most once, and each payment-identifier id at most once; a replay
+// is marked with Idempotency-Replayed: true. An Idempotency-Key reused with
+// a different body (422) and a payment id reused for other terms (409) are
+// answered as problems that are also failed settle responses.
 func (s *Service) handleSettle(w http.ResponseWriter, r *http.Request) {
-	body, _, ok := s.readPayment(w, r, settleShape)
+	body, req, ok := s.readPayment(w, r, settleShape)
 	if !ok {
 		return
 	}
@@ -194,11 +201,29 @@ func (s *Service) handleSettle(w http.ResponseWriter, r *http.Request) {
 	// A merchant that hangs up must not abandon a settlement half-way: the
 	// engine bounds its own wait (about 25 s) and records the outcome.
 	ctx := context.WithoutCancel(r.Context())
-	resp, replayed, err := s.engine.Settle(ctx, body, key)
+	var (
+		resp     x402.SettleResponse
+		replayed bool
+		err      error
+	)
+	if req.PaymentID != "" {
+		// The payment-identifier extension: one purchase per id, whatever
+		// authorization a retry carries.
+		resp, replayed, err = s.engine.SettlePurchase(ctx, body, key, req.PaymentID, req.PurchaseFingerprint())
+	} else {
+		resp, replayed, err = s.engine.Settle(ctx, body, key)
+	}
 	if err != nil {
+		if errors.Is(err, settle.ErrPaymentIDConflict) {
+			s.writeSettleProblem(w, req, s.problems.New(web.SlugConflict,
+				"the payment id "+req.PaymentID+" was first used for a purchase with other terms (scheme, network, asset, amount, payTo or resource); use a new id for a new purchase"),
+				reasonPaymentIDConflict)
+			return
+		}
 		if errors.Is(err, settle.ErrIdempotencyKeyConflict) {
-			s.problems.Write(w, r, s.problems.New(web.SlugUnprocessable,
-				"the Idempotency-Key was first used with a different request body; use a new key for a new payment"))
+			s.writeSettleProblem(w, req, s.problems.New(web.SlugUnprocessable,
+				"the Idempotency-Key was first used with a different request body; use a new key for a new payment"),
+				reasonIdempotencyKeyConflict)
 			return
 		}
 		if errors.Is(err, settle.ErrClosed) {
@@ -217,6 +242,32 @@ func (s *Service) handleSettle(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	web.WriteJSON(w, http.StatusOK, resp)
+}
+
+// settleProblem is a failed settle response that is also an RFC 9457
+// problem document: the contract calls the answer to a reused
+// Idempotency-Key a 422 problem, and says /settle keeps its payment shape on
+// every status. One object satisfies both readings.
+type settleProblem struct {
+	x402.SettleResponse
+	*web.Problem
+}
+
+// writeSettleProblem answers a settle with p, carrying reason (and p's
+// detail as the message) in the settle members, and the network and payer
+// of the request.
+func (s *Service) writeSettleProblem(w http.ResponseWriter, req *x402.PaymentRequest, p *web.Problem, reason string) {
+	body, err := json.Marshal(settleProblem{
+		SettleResponse: x402.SettleResponse{ErrorReason: reason, ErrorMessage: p.Detail, Payer: req.Payer(), Network: req.Network()},
+		Problem:        p,
+	})
+	if err != nil { // two plain structs: cannot fail
+		panic(err)
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(body, '\n'))
 }
 
 // handleHealth handles "GET /health": 200 while accepting traffic, a 503

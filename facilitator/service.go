@@ -246,6 +246,7 @@ func (s *Service) routes() http.Handler {
 	r.Handler(http.MethodGet, "/integrate", http.HandlerFunc(s.handleIntegrate))
 	r.Handler(http.MethodGet, "/", http.HandlerFunc(s.handleHome))
 	r.Handler(http.MethodGet, "/openapi.json", http.HandlerFunc(s.handleOpenAPI))
+	r.Handler(http.MethodGet, "/developers", http.HandlerFunc(s.handleDevelopers))
 
 	return web.Chain(r,
 		web.WithRequestID,

@@ -299,12 +299,20 @@ func TestSettle(t *testing.T) {
 		}
 	})
 
-	t.Run("same key, different body is a 422 problem", func(t *testing.T) {
+	t.Run("same key, different body is a 422 problem in the settle shape", func(t *testing.T) {
 		other := env.payment(t, 2, 1)
 		a := do(t, "POST", env.URL+"/settle", other, map[string]string{"Idempotency-Key": "order-1"})
 		p := wantProblem(t, a, http.StatusUnprocessableEntity, web.SlugUnprocessable)
 		if p.Detail == "" {
 			t.Errorf("problem without detail")
+		}
+		var fr x402.SettleResponse
+		a.decode(t, &fr)
+		var m map[string]any
+		a.decode(t, &m)
+		if fr.Success || fr.ErrorReason != "idempotency_key_conflict" || fr.ErrorMessage != p.Detail ||
+			fr.Network != env.Net.ID() || !strings.EqualFold(fr.Payer, sr.Payer) || m["success"] != false || m["transaction"] != "" {
+			t.Fatalf("422 body %s is not also a failed settle response", a.Body)
 		}
 	})
 

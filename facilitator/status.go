@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -229,7 +230,7 @@ func (s *Service) handleStatusJSON(w http.ResponseWriter, r *http.Request) {
 var pagesFS embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"percent":  formatPercent,
+	"observed": formatObserved,
 	"ago":      formatAge,
 	"datetime": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"deref":    func(b *bool) bool { return b != nil && *b },
@@ -257,12 +258,21 @@ func (s *Service) renderPage(w http.ResponseWriter, r *http.Request, name string
 	_, _ = w.Write(buf.Bytes())
 }
 
-// formatPercent shows a bound in [0, 1] as a percentage with two decimals.
-func formatPercent(p *float64) string {
-	if p == nil {
-		return "withheld"
+// formatObserved says what a path's Wilson lower bound means: "at least
+// 72% with 95% confidence, 10 of 10 ok". The bound is rounded down, so
+// "at least" stays true; above 99% it keeps one decimal (99.9% and 99% are
+// different promises).
+func formatObserved(p PathAvailability) string {
+	counts := fmt.Sprintf("%d of %d ok", p.Successes, p.Probes)
+	if p.LowerBound == nil {
+		return "withheld, " + counts
 	}
-	return strconv.FormatFloat(*p*100, 'f', 2, 64) + "%"
+	pct := *p.LowerBound * 100
+	bound := strconv.FormatFloat(math.Floor(pct), 'f', 0, 64)
+	if pct >= 99 {
+		bound = strconv.FormatFloat(math.Floor(pct*10)/10, 'f', 1, 64)
+	}
+	return "at least " + bound + "% with 95% confidence, " + counts
 }
 
 // formatAge shows a number of seconds as the largest whole unit.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ardx-dev/ardx/facilitator/x402"
 	"github.com/ardx-dev/ardx/web"
 )
 
@@ -99,8 +100,10 @@ func (s *Service) supported() SupportedResponse {
 		Signers:    map[string][]string{},
 		Networks:   make(map[string]NetworkState, len(s.cfg.Networks)),
 	}
-	if resp.Extensions == nil {
-		resp.Extensions = []string{}
+	// /settle honours the payment-identifier extension whatever the
+	// configuration says.
+	if !slices.Contains(resp.Extensions, x402.ExtensionPaymentIdentifier) {
+		resp.Extensions = append(resp.Extensions, x402.ExtensionPaymentIdentifier)
 	}
 	var v1 []SupportedKind
 	var signers []string

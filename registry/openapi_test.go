@@ -69,7 +69,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	// Every operation that takes input documents the 422 problem.
 	for path, ops := range doc.Paths {
 		for method, op := range ops {
-			if path == "/" || path == "/health" || path == "/openapi.json" {
+			if path == "/" || path == "/health" || path == "/openapi.json" || path == "/developers" { // no input
 				continue
 			}
 			if !strings.Contains(string(op), `"422"`) {

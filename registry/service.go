@@ -240,6 +240,7 @@ func (s *Service) routeTable() []route {
 		{http.MethodGet, "/health", s.handleHealth},
 		{http.MethodGet, "/stats", s.handleStats},
 		{http.MethodGet, "/openapi.json", s.handleOpenAPI},
+		{http.MethodGet, "/developers", s.handleDevelopers},
 		{http.MethodPost, "/manifest/build", s.handleManifestBuild},
 		{http.MethodPost, "/doctor", s.handleDoctor},
 		{http.MethodPost, "/audit", s.handleAudit},

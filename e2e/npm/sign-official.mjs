@@ -11,7 +11,12 @@
 //   node sign-official.mjs JOBS_FILE
 //
 // JOBS_FILE is JSON: {"jobs": [{"id", "version", "payerKey", "requirements",
-// "resource"?, "clockSkewSeconds"?}]}. requirements is one v1 or v2
+// "resource"?, "clockSkewSeconds"?, "paymentId"?}]}. paymentId (v2) makes
+// the merchant's PaymentRequired declare the payment-identifier extension
+// with the official @x402/extensions helper, and the client append the id
+// with its official helper before signing, as the extension's example
+// client does; the output then also carries the id the official extractor
+// reads back from the payload. requirements is one v1 or v2
 // PaymentRequirements object, signed as given. clockSkewSeconds runs the
 // client with its clock moved (Date.now), which is how the tier reaches
 // authorizations a real client with a wrong clock would send: an expired
@@ -23,6 +28,12 @@
 import { readFileSync } from "node:fs";
 
 import { x402Client } from "@x402/core/client";
+import {
+  PAYMENT_IDENTIFIER,
+  appendPaymentIdentifierToExtensions,
+  declarePaymentIdentifierExtension,
+  extractAndValidatePaymentIdentifier,
+} from "@x402/extensions/payment-identifier";
 import { toClientEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { createPaymentHeader } from "x402/client";
@@ -71,11 +82,18 @@ async function signV2(job, account) {
   const client = new x402Client()
     .register(req.network, new ExactEvmScheme(toClientEvmSigner(account)))
     .setSpendControls(false);
-  return client.createPaymentPayload({
+  const paymentRequired = {
     x402Version: 2,
     resource: job.resource ?? { url: "http://127.0.0.1/parity/resource", description: "parity resource", mimeType: "application/json" },
     accepts: [req],
-  });
+  };
+  if (job.paymentId) {
+    paymentRequired.extensions = { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) };
+    client.onBeforePaymentCreation(async ({ paymentRequired: pr }) => {
+      appendPaymentIdentifierToExtensions(pr.extensions, job.paymentId);
+    });
+  }
+  return client.createPaymentPayload(paymentRequired);
 }
 
 async function signV1(job, account) {
@@ -92,7 +110,13 @@ try {
     const account = privateKeyToAccount(hexKey(job.payerKey));
     const sign = job.version === 1 ? signV1 : signV2;
     const paymentPayload = await withClock(job.clockSkewSeconds, () => sign(job, account));
-    payloads.push({ id: job.id, paymentPayload });
+    const out = { id: job.id, paymentPayload };
+    if (job.paymentId) {
+      const { id, validation } = extractAndValidatePaymentIdentifier(paymentPayload);
+      if (!validation.valid) throw new Error(`payment-identifier: ${validation.errors.join("; ")}`);
+      out.paymentId = id;
+    }
+    payloads.push(out);
   }
   emit({ payloads });
 } catch (err) {

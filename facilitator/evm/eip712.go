@@ -155,6 +155,17 @@ func signDigest(key *ecdsa.PrivateKey, digest common.Hash) ([]byte, error) {
 // digest. V may be 27/28 (wallets) or 0/1 (crypto.Sign); high-S (malleable)
 // signatures are refused, as the token contract refuses them.
 func Recover(digest common.Hash, sig []byte) (common.Address, error) {
+	return recoverSig(digest, sig, true)
+}
+
+// recoverAnyS is Recover accepting a high S, as viem's recoverAddress does:
+// the official facilitator finds such a signature the payer's and leaves it
+// to the token to refuse.
+func recoverAnyS(digest common.Hash, sig []byte) (common.Address, error) {
+	return recoverSig(digest, sig, false)
+}
+
+func recoverSig(digest common.Hash, sig []byte, lowS bool) (common.Address, error) {
 	if len(sig) != 65 {
 		return common.Address{}, fmt.Errorf("evm: signature is %d bytes, want 65", len(sig))
 	}
@@ -163,7 +174,7 @@ func Recover(digest common.Hash, sig []byte) (common.Address, error) {
 	if s[64] >= 27 {
 		s[64] -= 27
 	}
-	if !crypto.ValidateSignatureValues(s[64], new(big.Int).SetBytes(s[:32]), new(big.Int).SetBytes(s[32:64]), true) {
+	if !crypto.ValidateSignatureValues(s[64], new(big.Int).SetBytes(s[:32]), new(big.Int).SetBytes(s[32:64]), lowS) {
 		return common.Address{}, errors.New("evm: signature values out of range (v, r or a high s)")
 	}
 	pub, err := crypto.SigToPub(digest[:], s)

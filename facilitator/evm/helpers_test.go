@@ -99,6 +99,14 @@ func payloadNetworkPath(v int) string {
 	return "paymentPayload.accepted.network"
 }
 
+// otherNetwork names Base in the version's form: a network the dev chain is not.
+func otherNetwork(v int) string {
+	if v == 1 {
+		return "base"
+	}
+	return "eip155:8453"
+}
+
 // setRequirements sets a requirements member in both places v2 carries it.
 func setRequirements(m map[string]any, v int, key string, val any) {
 	set(m, "paymentRequirements."+key, val)

@@ -46,7 +46,7 @@ func (n *Network) Simulate(ctx context.Context, req *x402.PaymentRequest) (*sett
 	gas, err := n.backend.EstimateGas(ctx, ethereum.CallMsg{From: n.signers[0].addr, To: &n.asset, Data: data})
 	if err != nil {
 		if isRevert(err) {
-			return n.prepareFailure(req, n.diagnose(ctx, req, c, revertReason(err)))
+			return n.prepareFailure(req, settleRevert(req, revertReason(err)))
 		}
 		return nil, nil, fmt.Errorf("evm: %s: estimate gas: %w", n.id, redact(err, n.rpcURL))
 	}

@@ -32,8 +32,8 @@ type checked struct {
 
 // Verify checks a payment completely without moving anything, in the
 // official TypeScript facilitator's order: scheme, EIP-712 domain in extra,
-// network (and asset), signature, recipient, time window, exact amount, then
-// a simulated transferWithAuthorization and, when that reverts, a diagnosis.
+// network, signature, recipient, time window, exact amount, asset, then a
+// simulated transferWithAuthorization and, when that reverts, a diagnosis.
 func (n *Network) Verify(ctx context.Context, req *x402.PaymentRequest) x402.VerifyResponse {
 	ctx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
@@ -47,15 +47,31 @@ func (n *Network) Verify(ctx context.Context, req *x402.PaymentRequest) x402.Ver
 	return x402.VerifyResponse{IsValid: true, Payer: req.Payer()}
 }
 
+// Check runs every check of Verify short of the simulation: the settle
+// path's re-verification. As in the official facilitator (simulateInSettle
+// off), settle then learns the rest from the gas estimate of the transfer
+// itself (Simulate), whose revert is read as the official settle reads it.
+func (n *Network) Check(ctx context.Context, req *x402.PaymentRequest) x402.VerifyResponse {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	if _, fail := n.check(ctx, req); fail != nil {
+		return *fail
+	}
+	return x402.VerifyResponse{IsValid: true, Payer: req.Payer()}
+}
+
 func invalidf(req *x402.PaymentRequest, reason, format string, args ...any) *x402.VerifyResponse {
 	return &x402.VerifyResponse{IsValid: false, InvalidReason: reason, InvalidMessage: fmt.Sprintf(format, args...), Payer: req.Payer()}
 }
 
-// matches reports whether network names this network (CAIP-2 id, or its v1
-// name). Either form is accepted in either version: the official SDKs
-// differ on that, and the chain meant is unambiguous.
-func (n *Network) matches(network string) bool {
-	return network == n.id || (n.v1 != "" && network == n.v1)
+// matches reports whether network names this network in the request's
+// version: the CAIP-2 id in v2, the short name in v1 (the decoder has
+// already refused the other form).
+func (n *Network) matches(version int, network string) bool {
+	if version == x402.Version1 {
+		return n.v1 != "" && network == n.v1
+	}
+	return network == n.id
 }
 
 // check runs every check short of simulating the transfer.
@@ -73,13 +89,9 @@ func (n *Network) check(ctx context.Context, req *x402.PaymentRequest) (*checked
 		return nil, invalidf(req, x402.ReasonNetworkMismatch,
 			"the payload is for network %q but the requirements are for %q", req.PayloadNetwork, rq.Network)
 	}
-	if !n.matches(rq.Network) {
+	if !n.matches(req.X402Version, rq.Network) {
 		return nil, invalidf(req, x402.ReasonNetworkMismatch,
 			"network %q is not %s (%s)", rq.Network, n.id, n.v1)
-	}
-	if !x402.EqualAddress(rq.Asset, n.asset.Hex()) {
-		return nil, invalidf(req, x402.ReasonAssetMismatch,
-			"asset %s is not the token settled on %s (%s)", rq.Asset, n.id, n.asset.Hex())
 	}
 	auth, err := ParseAuthorization(req.Authorization)
 	if err != nil {
@@ -89,7 +101,11 @@ func (n *Network) check(ctx context.Context, req *x402.PaymentRequest) (*checked
 	if err != nil || len(sig) == 0 {
 		return nil, invalidf(req, x402.ReasonInvalidPayload, "the signature is not 0x hex")
 	}
-	domain := Domain{Name: rq.Name, Version: rq.Version, ChainID: n.chainID, VerifyingContract: n.asset}
+	// The payer signed over the asset the requirements name; whether that
+	// asset is ours is asked after the payment itself is checked, as the
+	// official facilitator does.
+	asset := common.HexToAddress(rq.Asset)
+	domain := Domain{Name: rq.Name, Version: rq.Version, ChainID: n.chainID, VerifyingContract: asset}
 	c := &checked{auth: auth}
 	if fail := n.checkSignature(ctx, req, c, Digest(domain, auth), sig); fail != nil {
 		return nil, fail
@@ -119,18 +135,43 @@ func (n *Network) check(ctx context.Context, req *x402.PaymentRequest) (*checked
 		return nil, invalidf(req, reason,
 			"the authorization is for %s but the requirements ask exactly %s", auth.Value, required)
 	}
+	if asset != n.asset {
+		return nil, n.foreignAsset(ctx, req, asset)
+	}
 	return c, nil
 }
 
+// foreignAsset answers for requirements naming an asset that is not this
+// network's token: asset_not_deployed_contract when it has no code (the
+// official reason), else invalid_exact_evm_asset_mismatch (ours: the
+// facilitator does not pay gas to call arbitrary contracts).
+func (n *Network) foreignAsset(ctx context.Context, req *x402.PaymentRequest, asset common.Address) *x402.VerifyResponse {
+	code, err := n.backend.CodeAt(ctx, asset, nil)
+	switch {
+	case err != nil:
+		return invalidf(req, x402.ReasonServiceUnavailable, "could not read the asset's code from the network's RPC")
+	case len(code) == 0:
+		return invalidf(req, x402.ReasonAssetNotDeployed,
+			"asset %s is not a contract on %s; this network settles %s", asset.Hex(), n.id, n.asset.Hex())
+	}
+	return invalidf(req, x402.ReasonAssetMismatch,
+		"asset %s is not the token settled on %s (%s)", asset.Hex(), n.id, n.asset.Hex())
+}
+
 // checkSignature accepts an ECDSA signature by the payer, or a signature a
-// deployed ERC-1271 wallet at the payer's address accepts. A counterfactual
-// (ERC-6492) wallet is refused: the facilitator does not deploy wallets.
+// deployed ERC-1271 wallet at the payer's address accepts, as the official
+// facilitator does: an address without code must have signed 65 bytes that
+// recover to it, anything else is invalid_exact_evm_signature. A high s
+// recovers here as it does in viem; the token refuses it, which the
+// simulation then reports. A counterfactual (ERC-6492) wallet is refused
+// with the official reason for a factory not on the allow list: this
+// facilitator allows none, it never deploys wallets.
 func (n *Network) checkSignature(ctx context.Context, req *x402.PaymentRequest, c *checked, digest common.Hash, sig []byte) *x402.VerifyResponse {
 	from := c.auth.From
 	wrapped := len(sig) > 32 && bytes.Equal(sig[len(sig)-32:], erc6492Magic)
 	if len(sig) == 65 && !wrapped {
 		// The hot path: an EOA's signature needs no RPC at all.
-		if got, err := Recover(digest, sig); err == nil && got == from {
+		if got, err := recoverAnyS(digest, sig); err == nil && got == from {
 			c.sig, c.vrs = normaliseV(sig), true
 			return nil
 		}
@@ -142,19 +183,19 @@ func (n *Network) checkSignature(ctx context.Context, req *x402.PaymentRequest, 
 	if len(code) == 0 {
 		switch {
 		case wrapped:
-			return invalidf(req, x402.ReasonUndeployedSmartWallet,
-				"%s is an undeployed smart wallet (ERC-6492 signature); deploy it before paying", from.Hex())
+			return invalidf(req, x402.ReasonFactoryNotAllowed,
+				"%s is an undeployed smart wallet (ERC-6492 signature); this facilitator deploys no wallets: deploy it before paying", from.Hex())
 		case len(sig) == 65:
-			got, err := Recover(digest, sig)
+			got, err := recoverAnyS(digest, sig)
 			if err != nil {
 				return invalidf(req, x402.ReasonSignature, "the signature is malformed: %v", err)
 			}
 			return invalidf(req, x402.ReasonSignature,
 				"the signature was made by %s, not the payer %s (check the EIP-712 domain: name %q, version %q, chain %s, contract %s)",
-				got.Hex(), from.Hex(), req.Requirements.Name, req.Requirements.Version, n.chainID, n.asset.Hex())
+				got.Hex(), from.Hex(), req.Requirements.Name, req.Requirements.Version, n.chainID, req.Requirements.Asset)
 		default:
-			return invalidf(req, x402.ReasonUndeployedSmartWallet,
-				"a %d-byte signature needs a smart wallet, but %s has no code", len(sig), from.Hex())
+			return invalidf(req, x402.ReasonSignature,
+				"%s has no code, so it must sign 65 bytes (r, s, v); this signature is %d bytes", from.Hex(), len(sig))
 		}
 	}
 	if wrapped {
@@ -279,29 +320,31 @@ func (n *Network) diagnose(ctx context.Context, req *x402.PaymentRequest, c *che
 				"%s holds %s of the asset but the payment needs %s", a.From.Hex(), bal, a.Value)
 		}
 	}
-	if reason := reasonForRevert(revert); reason != "" {
-		return invalidf(req, reason, "the simulated transfer reverted: %s", revert)
-	}
+	// The official verify stops here: the revert text is not read (a
+	// high-s signature is "simulation failed", not "invalid signature").
 	return invalidf(req, x402.ReasonSimulationFailed, "the simulated transfer reverted: %s", revert)
 }
 
-// reasonForRevert maps FiatToken's and OpenZeppelin's revert strings to
-// reason codes, as the official facilitator's parseEip3009TransferError does.
-func reasonForRevert(revert string) string {
+// settleRevert names the reason of a transfer whose gas estimate reverted
+// on the settle path, from the revert text, as the official facilitator's
+// settle does (parseEip3009TransferError): it has not simulated before, so
+// a wrong EIP-712 domain shows here as the token's "invalid signature".
+func settleRevert(req *x402.PaymentRequest, revert string) *x402.VerifyResponse {
+	reason := x402.ReasonEVMTransactionFailed
 	r := strings.ToLower(revert)
 	switch {
 	case strings.Contains(r, "authorization is expired"), strings.Contains(r, "authorizationexpired"):
-		return x402.ReasonValidBefore
+		reason = x402.ReasonValidBefore
 	case strings.Contains(r, "authorization is not yet valid"), strings.Contains(r, "authorizationnotyetvalid"):
-		return x402.ReasonValidAfter
+		reason = x402.ReasonValidAfter
 	case strings.Contains(r, "authorization is used"), strings.Contains(r, "authorizationalreadyused"), strings.Contains(r, "authorizationusedorcanceled"):
-		return x402.ReasonNonceAlreadyUsed
+		reason = x402.ReasonNonceAlreadyUsed
+	case strings.Contains(r, "exceeds balance"), strings.Contains(r, "insufficient balance"), strings.Contains(r, "erc20insufficientbalance"):
+		reason = x402.ReasonInsufficientBalance
 	case strings.Contains(r, "invalid signature"), strings.Contains(r, "signermismatch"), strings.Contains(r, "invalidsignature"):
-		return x402.ReasonSignature
-	case strings.Contains(r, "exceeds balance"), strings.Contains(r, "erc20insufficientbalance"):
-		return x402.ReasonInsufficientBalance
+		reason = x402.ReasonSignature
 	}
-	return ""
+	return invalidf(req, reason, "the transfer's gas estimate reverted: %s", revert)
 }
 
 // isRevert tells a contract revert (the payment's fault) from a failing RPC

@@ -1,6 +1,7 @@
 package evm_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"math/big"
@@ -88,13 +89,16 @@ func TestVerifyReasons(t *testing.T) {
 			set(m, "paymentRequirements.extra", map[string]any{"name": "USDC"})
 		}},
 		{name: "payload network differs from requirements", want: x402.ReasonNetworkMismatch, edit: func(t *testing.T, m map[string]any, v int) {
-			set(m, payloadNetworkPath(v), "eip155:8453")
+			set(m, payloadNetworkPath(v), otherNetwork(v))
 		}},
 		{name: "both name another network", want: x402.ReasonNetworkMismatch, edit: func(t *testing.T, m map[string]any, v int) {
-			set(m, payloadNetworkPath(v), "base")
-			set(m, "paymentRequirements.network", "base")
+			set(m, payloadNetworkPath(v), otherNetwork(v))
+			set(m, "paymentRequirements.network", otherNetwork(v))
 		}},
-		{name: "asset is not this network's token", want: x402.ReasonAssetMismatch, edit: func(t *testing.T, m map[string]any, v int) {
+		// The payer signs over the asset the requirements name.
+		{name: "asset is not a contract", want: x402.ReasonAssetNotDeployed, edit: reSignAsset(d, other)},
+		{name: "asset is a contract but not this network's token", want: x402.ReasonAssetMismatch, edit: reSignAsset(d, wallet)},
+		{name: "asset changed after signing", want: x402.ReasonSignature, edit: func(t *testing.T, m map[string]any, v int) {
 			setRequirements(m, v, "asset", other.Hex())
 		}},
 		{name: "corrupted signature", want: x402.ReasonSignature, edit: func(t *testing.T, m map[string]any, v int) {
@@ -115,15 +119,28 @@ func TestVerifyReasons(t *testing.T) {
 		{name: "nonce already used (canceled)", opt: evm.PayOptions{Nonce: &usedNonce}, want: x402.ReasonNonceAlreadyUsed},
 		{name: "token name differs from extra.name", want: x402.ReasonTokenNameMismatch, edit: reSign(d, "USD Coin", "2")},
 		{name: "token version differs from extra.version", want: x402.ReasonTokenVersionMismatch, edit: reSign(d, "USDC", "1")},
-		{name: "undeployed smart wallet (ERC-6492)", opt: evm.PayOptions{From: &undeployed}, want: x402.ReasonUndeployedSmartWallet,
+		{name: "undeployed smart wallet (ERC-6492)", opt: evm.PayOptions{From: &undeployed}, want: x402.ReasonFactoryNotAllowed,
 			edit: func(t *testing.T, m map[string]any, v int) {
 				sig := common.FromHex(get(m, "paymentPayload.payload.signature").(string))
 				set(m, "paymentPayload.payload.signature", hexutil.Encode(wrap6492(t, sig)))
 			}},
-		{name: "long signature from an address without code", want: x402.ReasonUndeployedSmartWallet,
-			edit: func(t *testing.T, m map[string]any, v int) {
-				set(m, "paymentPayload.payload.signature", get(m, "paymentPayload.payload.signature").(string)+"00")
-			}},
+		// An address without code signs 65 bytes; the official facilitator
+		// calls every other length an invalid signature.
+		{name: "64-byte compact signature (EIP-2098)", want: x402.ReasonSignature, msg: "64 bytes",
+			edit: editSig(func(sig []byte) []byte {
+				compact := sig[:64]
+				if sig[64] == 28 || sig[64] == 1 {
+					compact[32] |= 0x80
+				}
+				return compact
+			})},
+		{name: "66-byte signature", want: x402.ReasonSignature, msg: "66 bytes",
+			edit: editSig(func(sig []byte) []byte { return append(sig, 0) })},
+		{name: "30,000-byte signature", want: x402.ReasonSignature, msg: "30000 bytes",
+			edit: editSig(func(sig []byte) []byte { return append(sig, make([]byte, 30_000-65)...) })},
+		// The payer's own key, s replaced by n-s: it recovers to the payer
+		// (as in viem), and the token refuses it in the simulation.
+		{name: "high-s signature", want: x402.ReasonSimulationFailed, edit: editSig(highS)},
 		{name: "ERC-1271 wallet, owner's signature", opt: evm.PayOptions{From: &wallet}},
 		{name: "ERC-1271 wallet, ERC-6492-wrapped signature of a deployed wallet", opt: evm.PayOptions{From: &wallet},
 			edit: func(t *testing.T, m map[string]any, v int) {
@@ -172,6 +189,84 @@ func TestVerifyReasons(t *testing.T) {
 				}
 				if c.msg != "" && !strings.Contains(got.InvalidMessage, c.msg) {
 					t.Errorf("invalidMessage %q lacks %q", got.InvalidMessage, c.msg)
+				}
+			})
+		}
+	}
+}
+
+// editSig returns an edit that replaces the signature by f of it.
+func editSig(f func(sig []byte) []byte) func(t *testing.T, m map[string]any, v int) {
+	return func(t *testing.T, m map[string]any, v int) {
+		sig := common.FromHex(get(m, "paymentPayload.payload.signature").(string))
+		set(m, "paymentPayload.payload.signature", hexutil.Encode(f(sig)))
+	}
+}
+
+// highS returns the malleable twin of a 65-byte signature: s' = n - s with
+// the recovery bit flipped, which recovers to the same address.
+func highS(sig []byte) []byte {
+	out := bytes.Clone(sig)
+	s := new(big.Int).Sub(secp256k1N, new(big.Int).SetBytes(sig[32:64]))
+	s.FillBytes(out[32:64])
+	switch out[64] {
+	case 27, 28:
+		out[64] = 55 - out[64]
+	default:
+		out[64] ^= 1
+	}
+	return out
+}
+
+var secp256k1N, _ = new(big.Int).SetString("fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141", 16)
+
+// reSignAsset returns an edit that names asset in the requirements and
+// signs over it, so only the asset check can catch it.
+func reSignAsset(d *evm.DevChain, asset common.Address) func(t *testing.T, m map[string]any, v int) {
+	return func(t *testing.T, m map[string]any, v int) {
+		setRequirements(m, v, "asset", asset.Hex())
+		resignBody(t, d, m, evm.Domain{Name: "USDC", Version: "2", ChainID: bigp(1337), VerifyingContract: asset})
+	}
+}
+
+// TestSettleReasons: settle re-verifies without simulating and reads the
+// gas estimate's revert as the official settle does, so where verify
+// diagnoses (token name, version, a high s), settle answers
+// invalid_exact_evm_signature, the token's own words.
+func TestSettleReasons(t *testing.T) {
+	d := mustDevChain(t)
+	cases := []struct {
+		name       string
+		edit       func(t *testing.T, m map[string]any, v int)
+		wantVerify string
+		wantSettle string
+	}{
+		{"token name differs from extra.name", reSign(d, "USD Coin", "2"), x402.ReasonTokenNameMismatch, x402.ReasonSignature},
+		{"token version differs from extra.version", reSign(d, "USDC", "1"), x402.ReasonTokenVersionMismatch, x402.ReasonSignature},
+		{"high-s signature", editSig(highS), x402.ReasonSimulationFailed, x402.ReasonSignature},
+		{"64-byte compact signature", editSig(func(sig []byte) []byte { return sig[:64] }), x402.ReasonSignature, x402.ReasonSignature},
+		{"asset is not a contract", reSignAsset(d, common.HexToAddress("0x1111111111111111111111111111111111111111")), x402.ReasonAssetNotDeployed, x402.ReasonAssetNotDeployed},
+	}
+	for _, v := range []int{1, 2} {
+		for _, c := range cases {
+			t.Run("v"+string(rune('0'+v))+"/"+c.name, func(t *testing.T) {
+				body := edit(t, signedBodyWith(t, d, v, d.PayerKey, evm.PayOptions{}), func(m map[string]any) { c.edit(t, m, v) })
+				req := decode(t, body)
+				if got := d.Network.Verify(context.Background(), req); got.InvalidReason != c.wantVerify {
+					t.Errorf("verify: %+v, want %s", got, c.wantVerify)
+				}
+				reason := ""
+				if chk := d.Network.Check(context.Background(), req); !chk.IsValid {
+					reason = chk.InvalidReason
+				} else {
+					tr, fail, err := d.Network.Simulate(context.Background(), req)
+					if err != nil || tr != nil || fail == nil {
+						t.Fatalf("simulate: %+v %+v %v, want a failure", tr, fail, err)
+					}
+					reason = fail.ErrorReason
+				}
+				if reason != c.wantSettle {
+					t.Errorf("settle: %s, want %s", reason, c.wantSettle)
 				}
 			})
 		}

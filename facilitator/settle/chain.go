@@ -6,7 +6,7 @@
 // restarts.
 //
 // The order of work for a new body is fixed: screening (no chain call at
-// all), network routing, Chain.Verify, Chain.Simulate (the transfer
+// all), network routing, Chain.Check, Chain.Simulate (the transfer
 // simulated again, as the gas estimate), then, on the network's single
 // worker, Chain.Sign with the next signer nonce, a fsynced intent record in
 // kv, Chain.Broadcast, and in the background a receipt wait that records the
@@ -54,6 +54,10 @@ type Chain interface {
 	// signature, recipient, time window, exact amount, simulated transfer,
 	// diagnosis) without moving anything.
 	Verify(ctx context.Context, req *x402.PaymentRequest) x402.VerifyResponse
+	// Check is Verify without the simulated transfer: the settle path's
+	// re-verification, with Simulate right after it as the simulation (the
+	// official facilitator's settle also re-verifies without simulating).
+	Check(ctx context.Context, req *x402.PaymentRequest) x402.VerifyResponse
 	// AuthorizationID identifies the signed authorization: lower-case
 	// "<chainId>:<asset>:<from>:<nonce>".
 	AuthorizationID(req *x402.PaymentRequest) string

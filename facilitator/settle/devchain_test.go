@@ -79,7 +79,7 @@ type hookChain struct {
 	broadcasts     atomic.Int64
 	blockBroadcast atomic.Bool // Broadcast waits for its context and sends nothing
 	hideReceipts   atomic.Bool // Receipt reports "not mined"
-	afterVerify    func()      // runs once after a valid Verify
+	afterVerify    func()      // runs once after a valid Check (settle's re-verification)
 	once           sync.Once
 }
 
@@ -91,7 +91,11 @@ func (h *hookChain) Available() (bool, string) {
 }
 func (h *hookChain) Verify(ctx context.Context, req *x402.PaymentRequest) x402.VerifyResponse {
 	h.calls.Add(1)
-	v := h.Chain.Verify(ctx, req)
+	return h.Chain.Verify(ctx, req)
+}
+func (h *hookChain) Check(ctx context.Context, req *x402.PaymentRequest) x402.VerifyResponse {
+	h.calls.Add(1)
+	v := h.Chain.Check(ctx, req)
 	if v.IsValid && h.afterVerify != nil {
 		h.once.Do(h.afterVerify)
 	}

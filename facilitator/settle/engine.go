@@ -433,7 +433,7 @@ func (e *Engine) settleNew(f *flight, req *x402.PaymentRequest, body []byte) {
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, chainCallTimeout)
 	defer cancel()
-	if v := n.chain.Verify(ctx, req); !v.IsValid {
+	if v := n.chain.Check(ctx, req); !v.IsValid {
 		j.skip = true
 		close(j.ready)
 		e.fail(f, n.id, v.InvalidReason, v.InvalidMessage, nil, false)

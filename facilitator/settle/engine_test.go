@@ -440,12 +440,15 @@ func TestVerifyRouting(t *testing.T) {
 		reason string
 	}{
 		{name: "valid", p: newPayment(15), valid: true},
-		{name: "v1 name routes", p: func() payment { p := newPayment(15); p.network = "base-sepolia"; return p }(), valid: true},
-		{name: "unknown network", p: func() payment { p := newPayment(15); p.network = "solana"; return p }(), reason: x402.ReasonUnsupportedNetwork},
+		{name: "unknown network", p: func() payment { p := newPayment(15); p.network = "solana:mainnet"; return p }(), reason: x402.ReasonUnsupportedNetwork},
 		// The requirements name the network; the chain then judges a payload
 		// signed for another one (the fake accepts it).
-		{name: "requirements route", p: func() payment { p := newPayment(15); p.payloadNetwork = "solana"; return p }(), valid: true},
-		{name: "requirements unknown", p: func() payment { p := newPayment(15); p.network, p.payloadNetwork = "solana", "eip155:84532"; return p }(), reason: x402.ReasonUnsupportedNetwork},
+		{name: "requirements route", p: func() payment { p := newPayment(15); p.payloadNetwork = "solana:mainnet"; return p }(), valid: true},
+		{name: "requirements unknown", p: func() payment {
+			p := newPayment(15)
+			p.network, p.payloadNetwork = "solana:mainnet", "eip155:84532"
+			return p
+		}(), reason: x402.ReasonUnsupportedNetwork},
 		{name: "chain says invalid", p: func() payment { p := newPayment(15); p.amount = "999999"; return p }(), reason: x402.ReasonInsufficientBalance},
 		{name: "unavailable", p: newPayment(15), setup: func() { c.unavailable = "rpc down" }, reason: x402.ReasonServiceUnavailable},
 	}

@@ -142,6 +142,11 @@ func (c *fakeChain) Verify(ctx context.Context, req *x402.PaymentRequest) x402.V
 	return x402.VerifyResponse{IsValid: true, Payer: req.Payer()}
 }
 
+// Check is Verify: the fake's checks include no separate simulation.
+func (c *fakeChain) Check(ctx context.Context, req *x402.PaymentRequest) x402.VerifyResponse {
+	return c.Verify(ctx, req)
+}
+
 func (c *fakeChain) authID(req *x402.PaymentRequest) string {
 	return strings.ToLower("84532:" + req.Requirements.Asset + ":" + req.Payer() + ":" + req.Authorization.Nonce)
 }

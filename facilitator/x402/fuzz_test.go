@@ -4,7 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/gowebpki/jcs"
 
 	"github.com/ardx-dev/ardx/facilitator/x402"
 )
@@ -12,9 +16,15 @@ import (
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
 
 // FuzzDecodeRequest: any input either decodes into a request whose
-// invariants hold or fails with ErrInvalidPayload; it never panics.
+// invariants hold or fails with ErrInvalidPayload; it never panics. What it
+// accepts has a settlement key (RFC 8785 canonical form), and the canonical
+// form decodes to the same request: the key and the payment agree.
 func FuzzDecodeRequest(f *testing.F) {
-	for _, s := range []string{bodyV1(`"x402Version":1,`), bodyV2(""), `{}`, `{"paymentPayload":{},"paymentRequirements":{}}`, `null`} {
+	for _, s := range []string{
+		bodyV1(`"x402Version":1,`), bodyV2(`"x402Version":2,`), bodyV2(""), `{}`, `{"paymentPayload":{},"paymentRequirements":{}}`, `null`,
+		strings.Replace(bodyV2(`"x402Version":2,`), `"extensions":{}`, `"extensions":{"a":"\ud83d\ude00","b":[0.5,1e3]}`, 1),
+		strings.Replace(bodyV1(`"x402Version":1,`), `"value":"10000"`, `"value":10000`, 1),
+	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -33,6 +43,17 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if _, err := x402.ParseUint256(r.Amount()); err != nil {
 			t.Fatalf("amount %q: %v", r.Amount(), err)
+		}
+		canon, err := jcs.Transform(b)
+		if err != nil {
+			t.Fatalf("accepted a body with no canonical form: %v", err)
+		}
+		again, err := x402.DecodeRequest(canon)
+		if err != nil {
+			t.Fatalf("the canonical form of an accepted body is refused: %v\n%s", err, canon)
+		}
+		if !reflect.DeepEqual(r, again) {
+			t.Fatalf("the canonical form decodes differently:\n%+v\n%+v", r, again)
 		}
 	})
 }

@@ -21,9 +21,10 @@ const (
 	ReasonNetworkMismatch = "invalid_exact_evm_network_mismatch"
 	// ReasonMissingEIP712Domain: requirements.extra lacks name or version.
 	ReasonMissingEIP712Domain = "invalid_exact_evm_missing_eip712_domain"
-	// ReasonAssetMismatch: requirements.asset is not the token this network
-	// settles. Not an official code (the official facilitator pays gas for any
-	// asset); ours refuses to relay arbitrary contracts.
+	// ReasonAssetMismatch: requirements.asset is a contract but not the
+	// token this network settles. Not an official code (the official
+	// facilitator pays gas for any asset); ours refuses to relay arbitrary
+	// contracts. An asset with no code is ReasonAssetNotDeployed.
 	ReasonAssetMismatch = "invalid_exact_evm_asset_mismatch"
 	// ReasonRecipientMismatch: authorization.to differs from payTo.
 	ReasonRecipientMismatch = "invalid_exact_evm_recipient_mismatch"
@@ -39,8 +40,10 @@ const (
 	ReasonValidAfter = "invalid_exact_evm_payload_authorization_valid_after"
 	// ReasonSignature: the signature is not the payer's over this authorization.
 	ReasonSignature = "invalid_exact_evm_signature"
-	// ReasonUndeployedSmartWallet: a smart-wallet signature for a wallet with no code.
-	ReasonUndeployedSmartWallet = "invalid_exact_evm_payload_undeployed_smart_wallet"
+	// ReasonFactoryNotAllowed: an ERC-6492 signature of a wallet not yet
+	// deployed, whose factory is not on the allow list; this facilitator
+	// deploys no wallets, so its list is empty.
+	ReasonFactoryNotAllowed = "eip6492_factory_not_allowed"
 	// ReasonEIP3009NotSupported: the asset has no authorizationState.
 	ReasonEIP3009NotSupported = "invalid_exact_evm_eip3009_not_supported"
 	// ReasonNonceAlreadyUsed: the authorization was used or canceled on-chain.
@@ -51,9 +54,11 @@ const (
 	ReasonTokenVersionMismatch = "invalid_exact_evm_token_version_mismatch"
 	// ReasonInsufficientBalance: the payer holds less than the amount.
 	ReasonInsufficientBalance = "invalid_exact_evm_insufficient_balance"
-	// ReasonSimulationFailed: the simulated transfer reverted for no known reason.
+	// ReasonSimulationFailed: the simulated transfer reverted and the
+	// diagnosis found no known cause (a high-s signature ends here too).
 	ReasonSimulationFailed = "invalid_exact_evm_transaction_simulation_failed"
-	// ReasonEVMTransactionFailed: the transfer was mined and reverted (hash kept).
+	// ReasonEVMTransactionFailed: the transfer was mined and reverted (hash
+	// kept), or its gas estimate reverted for a reason settle cannot name.
 	ReasonEVMTransactionFailed = "invalid_exact_evm_transaction_failed"
 	// ReasonAssetNotDeployed: requirements.asset has no code.
 	ReasonAssetNotDeployed = "asset_not_deployed_contract"

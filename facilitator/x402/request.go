@@ -2,10 +2,13 @@ package x402
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -27,6 +30,32 @@ type PaymentRequest struct {
 	Authorization Authorization
 	// Requirements are the terms the merchant advertised.
 	Requirements Requirements
+	// Resource is the URL paid for: v2 paymentPayload.resource.url, v1
+	// paymentRequirements.resource; "" when not sent.
+	Resource string
+	// PaymentID is the payment-identifier extension's id (v2), the
+	// client's idempotency key for the purchase; "" when not sent.
+	PaymentID string
+}
+
+// ExtensionPaymentIdentifier names the x402 payment-identifier extension.
+const ExtensionPaymentIdentifier = "payment-identifier"
+
+// The payment-identifier extension's id: 16 to 128 of [A-Za-z0-9_-].
+const (
+	minPaymentIDLen = 16
+	maxPaymentIDLen = 128
+)
+
+// PurchaseFingerprint identifies what is bought, whatever authorization
+// pays for it: the hex SHA-256 of scheme, network, asset, amount, payTo and
+// resource. A payment id is bound to it: a retry of the same purchase
+// carries a fresh authorization but the same fingerprint.
+func (r *PaymentRequest) PurchaseFingerprint() string {
+	rq := r.Requirements
+	b, _ := json.Marshal([]string{rq.Scheme, rq.Network, strings.ToLower(rq.Asset), rq.Amount, strings.ToLower(rq.PayTo), r.Resource})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // Requirements are payment requirements normalised across v1 and v2.
@@ -71,10 +100,12 @@ func (r *PaymentRequest) Amount() string { return r.Requirements.Amount }
 // ReasonInvalidPayload.
 var ErrInvalidPayload = errors.New(ReasonInvalidPayload)
 
-// The lenient shapes DecodeRequest reads: a union of v1 and v2 members with
-// raw JSON where the two versions disagree on a member's type.
+// The shapes DecodeRequest reads: a union of v1 and v2 members with raw
+// JSON where the two versions disagree on a member's type. checkStrict has
+// already refused duplicate members and names in the wrong case, so
+// encoding/json's case-insensitive matching never decides anything here.
 type wireRequest struct {
-	X402Version         *Int            `json:"x402Version"`
+	X402Version         json.RawMessage `json:"x402Version"`
 	PaymentPayload      json.RawMessage `json:"paymentPayload"`
 	PaymentRequirements json.RawMessage `json:"paymentRequirements"`
 }
@@ -82,20 +113,22 @@ type wireRequest struct {
 type wireRequirements struct {
 	Scheme            string          `json:"scheme"`
 	Network           string          `json:"network"`
-	Amount            Decimal         `json:"amount"`
-	MaxAmountRequired Decimal         `json:"maxAmountRequired"`
+	Amount            *Decimal        `json:"amount"`
+	MaxAmountRequired *Decimal        `json:"maxAmountRequired"`
 	Resource          json.RawMessage `json:"resource"`
 	PayTo             string          `json:"payTo"`
-	MaxTimeoutSeconds Int             `json:"maxTimeoutSeconds"`
+	MaxTimeoutSeconds json.RawMessage `json:"maxTimeoutSeconds"`
 	Asset             string          `json:"asset"`
 	Extra             json.RawMessage `json:"extra"`
 }
 
 type wirePayload struct {
-	X402Version *Int              `json:"x402Version"`
-	Scheme      string            `json:"scheme"`
-	Network     string            `json:"network"`
+	X402Version json.RawMessage   `json:"x402Version"`
+	Scheme      *string           `json:"scheme"`
+	Network     *string           `json:"network"`
 	Accepted    *wireRequirements `json:"accepted"`
+	Resource    json.RawMessage   `json:"resource"`
+	Extensions  json.RawMessage   `json:"extensions"`
 	Payload     *struct {
 		Signature            string          `json:"signature"`
 		Authorization        *Authorization  `json:"authorization"`
@@ -107,13 +140,28 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidPayload, fmt.Sprintf(format, args...))
 }
 
-// DecodeRequest decodes a /verify or /settle body of either version. Any
-// error wraps ErrInvalidPayload and says in words what is wrong; the caller
-// answers invalid_payload with it.
+// DecodeRequest decodes a /verify or /settle body of either version. It is
+// the one decoder of both routes, and strict: JSON that parsers could read
+// differently (see checkStrict), a missing or non-integer x402Version, a
+// payload or requirements of the other version's shape, a network name of
+// the other version's form, a maxTimeoutSeconds that is not a positive
+// integer and a zero amount are all refused. Any error wraps
+// ErrInvalidPayload and says in words what is wrong; the caller answers
+// invalid_payload with it.
 func DecodeRequest(body []byte) (*PaymentRequest, error) {
+	if !isObject(body) {
+		return nil, invalid("the body is not an x402 request: want a JSON object")
+	}
+	if err := checkStrict(body); err != nil {
+		return nil, invalid("%v", err)
+	}
 	var w wireRequest
-	if err := unmarshalObject(body, &w); err != nil {
+	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, invalid("the body is not an x402 request: %v", err)
+	}
+	version, err := parseVersion("x402Version", w.X402Version)
+	if err != nil {
+		return nil, err
 	}
 	if !isObject(w.PaymentPayload) {
 		return nil, invalid("paymentPayload is required and must be an object")
@@ -129,16 +177,39 @@ func DecodeRequest(body []byte) (*PaymentRequest, error) {
 	if err := json.Unmarshal(w.PaymentRequirements, &rq); err != nil {
 		return nil, invalid("paymentRequirements: %v", err)
 	}
-
-	version, err := detectVersion(w.X402Version, &p)
-	if err != nil {
-		return nil, err
+	if len(p.X402Version) > 0 {
+		pv, err := parseVersion("paymentPayload.x402Version", p.X402Version)
+		if err != nil {
+			return nil, err
+		}
+		if pv != version {
+			return nil, invalid("x402Version is %d but paymentPayload.x402Version is %d", version, pv)
+		}
 	}
+
 	out := &PaymentRequest{X402Version: version}
-	if version == Version2 && p.Accepted != nil {
+	if version == Version2 {
+		if p.Accepted == nil {
+			return nil, invalid("paymentPayload.accepted is required in x402Version 2 (a v1-shaped payload was sent as version 2)")
+		}
+		if p.Scheme != nil || p.Network != nil {
+			return nil, invalid("paymentPayload.scheme and .network are v1 members; in x402Version 2 they live in paymentPayload.accepted")
+		}
 		out.Scheme, out.PayloadNetwork = p.Accepted.Scheme, p.Accepted.Network
+		if _, err := normaliseRequirements(p.Accepted, version, "paymentPayload.accepted"); err != nil {
+			return nil, err
+		}
 	} else {
-		out.Scheme, out.PayloadNetwork = p.Scheme, p.Network
+		if p.Accepted != nil {
+			return nil, invalid("paymentPayload.accepted is a v2 member (a v2-shaped payload was sent as version 1)")
+		}
+		if p.Scheme == nil || p.Network == nil {
+			return nil, invalid("paymentPayload.scheme and paymentPayload.network are required in x402Version 1")
+		}
+		out.Scheme, out.PayloadNetwork = *p.Scheme, *p.Network
+		if err := checkNetworkForm(version, "paymentPayload.network", out.PayloadNetwork); err != nil {
+			return nil, err
+		}
 	}
 
 	if p.Payload == nil {
@@ -156,50 +227,132 @@ func DecodeRequest(body []byte) (*PaymentRequest, error) {
 		return nil, err
 	}
 
-	req, err := normaliseRequirements(&rq)
+	req, err := normaliseRequirements(&rq, version, "paymentRequirements")
 	if err != nil {
 		return nil, err
 	}
 	out.Requirements = req
+	out.Resource = req.Resource
+	if version == Version2 {
+		if isObject(p.Resource) {
+			var res struct {
+				URL string `json:"url"`
+			}
+			_ = json.Unmarshal(p.Resource, &res) // a non-string url is no URL
+			out.Resource = res.URL
+		}
+		if out.PaymentID, err = paymentID(p.Extensions); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
-// detectVersion takes the top-level version, else the payload's, else the
-// payload's shape (only v2 has "accepted").
-func detectVersion(top *Int, p *wirePayload) (int, error) {
-	var v int64
-	switch {
-	case top != nil && p.X402Version != nil && *top != *p.X402Version:
-		return 0, invalid("x402Version is %d but paymentPayload.x402Version is %d", *top, *p.X402Version)
-	case top != nil:
-		v = int64(*top)
-	case p.X402Version != nil:
-		v = int64(*p.X402Version)
-	case p.Accepted != nil:
-		v = Version2
-	default:
-		v = Version1
+// paymentID reads the payment-identifier extension of a v2 payload's
+// extensions: its info.id, checked as the extension's schema says. An
+// extension that says required with no id is refused, as the extension's
+// 400 says.
+func paymentID(extensions json.RawMessage) (string, error) {
+	if !isObject(extensions) {
+		return "", nil
 	}
-	if v != Version1 && v != Version2 {
-		return 0, invalid("x402Version %d is not supported; use 1 or 2", v)
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(extensions, &all); err != nil {
+		return "", nil
 	}
-	return int(v), nil
+	raw, ok := all[ExtensionPaymentIdentifier]
+	if !ok {
+		return "", nil
+	}
+	var ext struct {
+		Info *struct {
+			Required *bool   `json:"required"`
+			ID       *string `json:"id"`
+		} `json:"info"`
+	}
+	const where = "paymentPayload.extensions.payment-identifier"
+	if err := json.Unmarshal(raw, &ext); err != nil || ext.Info == nil {
+		return "", invalid("%s must be an object with an info object", where)
+	}
+	if ext.Info.ID == nil {
+		if ext.Info.Required != nil && *ext.Info.Required {
+			return "", invalid("%s is required but carries no info.id", where)
+		}
+		return "", nil
+	}
+	id := *ext.Info.ID
+	if len(id) < minPaymentIDLen || len(id) > maxPaymentIDLen || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
+		return "", invalid("%s.info.id %q must be %d to %d letters, digits, '-' or '_'", where, truncate(id), minPaymentIDLen, maxPaymentIDLen)
+	}
+	return id, nil
 }
 
-func normaliseRequirements(rq *wireRequirements) (Requirements, error) {
+// parseVersion reads an x402Version member: the JSON integer 1 or 2.
+func parseVersion(name string, raw json.RawMessage) (int, error) {
+	switch s := string(bytes.TrimSpace(raw)); s {
+	case "":
+		return 0, invalid("%s is required: the integer 1 or 2", name)
+	case "1":
+		return Version1, nil
+	case "2":
+		return Version2, nil
+	default:
+		return 0, invalid("%s %.20s is not supported; use the integer 1 or 2", name, s)
+	}
+}
+
+// checkNetworkForm holds each version to its naming: 2 uses CAIP-2 ids
+// ("eip155:8453"), 1 uses short names ("base").
+func checkNetworkForm(version int, name, network string) error {
+	caip2 := strings.Contains(network, ":")
+	switch {
+	case network == "":
+		return invalid("%s is required", name)
+	case version == Version2 && !caip2:
+		return invalid("%s %q is a v1 name; x402Version 2 uses CAIP-2 ids such as \"eip155:8453\"", name, truncate(network))
+	case version == Version1 && caip2:
+		return invalid("%s %q is a CAIP-2 id; x402Version 1 uses short names such as \"base\"", name, truncate(network))
+	}
+	return nil
+}
+
+// normaliseRequirements checks requirements (or a v2 payload's accepted
+// copy, named by what) against version and normalises them.
+func normaliseRequirements(rq *wireRequirements, version int, what string) (Requirements, error) {
 	r := Requirements{
-		Scheme:            rq.Scheme,
-		Network:           rq.Network,
-		Amount:            string(rq.Amount),
-		Asset:             rq.Asset,
-		PayTo:             rq.PayTo,
-		MaxTimeoutSeconds: int64(rq.MaxTimeoutSeconds),
+		Scheme:  rq.Scheme,
+		Network: rq.Network,
+		Asset:   rq.Asset,
+		PayTo:   rq.PayTo,
 	}
-	// Tolerate either amount member in either version: the names are the
-	// only difference and nobody gains from refusing the other one.
-	if r.Amount == "" {
-		r.Amount = string(rq.MaxAmountRequired)
+	if err := checkNetworkForm(version, what+".network", r.Network); err != nil {
+		return r, err
 	}
+	amount, other := rq.Amount, rq.MaxAmountRequired
+	amountName, otherName := "amount", "maxAmountRequired"
+	if version == Version1 {
+		amount, other = other, amount
+		amountName, otherName = otherName, amountName
+	}
+	if other != nil {
+		return r, invalid("%s.%s is a member of the other version; x402Version %d names the amount %s", what, otherName, version, amountName)
+	}
+	if amount == nil {
+		return r, invalid("%s.%s is required", what, amountName)
+	}
+	r.Amount = string(*amount)
+	n, err := ParseUint256(r.Amount)
+	if err != nil {
+		return r, invalid("%s.%s: %v", what, amountName, err)
+	}
+	if n.Sign() == 0 {
+		return r, invalid("%s.%s is zero: a payment must move something (the facilitator would pay gas for nothing)", what, amountName)
+	}
+	secs, err := strconv.ParseInt(string(bytes.TrimSpace(rq.MaxTimeoutSeconds)), 10, 64)
+	if err != nil || secs <= 0 {
+		return r, invalid("%s.maxTimeoutSeconds must be a positive integer, not %.20s", what, rq.MaxTimeoutSeconds)
+	}
+	r.MaxTimeoutSeconds = secs
 	if len(rq.Resource) > 0 && rq.Resource[0] == '"' {
 		_ = json.Unmarshal(rq.Resource, &r.Resource)
 	}
@@ -212,14 +365,11 @@ func normaliseRequirements(rq *wireRequirements) (Requirements, error) {
 			_ = json.Unmarshal(extra["version"], &r.Version)
 		}
 	}
-	if _, err := ParseUint256(r.Amount); err != nil {
-		return r, invalid("paymentRequirements amount: %v", err)
-	}
 	if !IsAddress(r.PayTo) {
-		return r, invalid("paymentRequirements.payTo %q is not a 0x address", truncate(r.PayTo))
+		return r, invalid("%s.payTo %q is not a 0x address", what, truncate(r.PayTo))
 	}
 	if !IsAddress(r.Asset) {
-		return r, invalid("paymentRequirements.asset %q is not a 0x address", truncate(r.Asset))
+		return r, invalid("%s.asset %q is not a 0x address", what, truncate(r.Asset))
 	}
 	return r, nil
 }
@@ -295,13 +445,6 @@ func hexBytes(s string) (int, bool) {
 func isObject(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && raw[0] == '{'
-}
-
-func unmarshalObject(b []byte, v any) error {
-	if !isObject(b) {
-		return errors.New("want a JSON object")
-	}
-	return json.Unmarshal(b, v)
 }
 
 func truncate(s string) string {

@@ -3,11 +3,14 @@
 // payment payloads, the facilitator's /verify and /settle request and response
 // bodies, the official reason codes, and the base64 header encodings.
 //
-// Decoding is as tolerant as the official SDKs: a missing top-level
-// x402Version falls back to the payload's, "extra": null and
-// "outputSchema": null are accepted, and amounts or timestamps sent as bare
-// JSON numbers are read as the decimal strings they stand for. Encoding
-// always writes the canonical shapes (decimal strings, official field names).
+// DecodeRequest, the one decoder of /verify and /settle bodies, is strict:
+// JSON that two parsers could read differently (duplicate members, invalid
+// UTF-8, lone surrogates, member names in another case, numbers that change
+// value when canonicalised) is refused, and each version keeps its own
+// shape and network names. "extra": null and "outputSchema": null are
+// accepted, and amounts sent as small bare JSON numbers are read as the
+// decimal strings they stand for. Encoding always writes the canonical
+// shapes (decimal strings, official field names).
 //
 // The package knows nothing of chains: it does not hash, sign or call an RPC.
 // Package facilitator/evm does that.
