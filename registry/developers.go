@@ -24,6 +24,8 @@ var developersPage = web.DevPage{
 		Entries: []web.DevEntry{
 			{ID: web.SlugBadRequest, Status: "400 Bad Request", Meaning: "The body is not JSON at all.",
 				Action: "Send a JSON object; the detail says where parsing stopped."},
+			{ID: web.SlugUnauthorized, Status: "401 Unauthorized", Meaning: "The request asks for more than the free tier gives (e.g. /feed/changes beyond the last 24 hours or 100 items) and carries no key that allows it.",
+				Action: "Stay within the free tier the detail names; keys for more are not offered yet."},
 			{ID: web.SlugNotFound, Status: "404 Not Found", Meaning: "No route at the path (there is no /v1/ prefix), or the entry, report or source asked for does not exist.",
 				Action: "Check the path against /openapi.json."},
 			{ID: web.SlugMethodNotAllowed, Status: "405 Method Not Allowed", Meaning: "The path exists but not with this method.",
