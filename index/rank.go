@@ -246,8 +246,9 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		for li, fi := range qt.fields {
 			df := float64(qt.df[li])
 			l := &t.leaves[li]
-			l.df, l.boost = qt.df[li], textFields[fi].boost
+			l.df = qt.df[li]
 			l.idf = math.Log(1 + (N-df+0.5)/(df+0.5))
+			l.boost = leafBoost(fi, l.idf)
 			key := leafKey{qt.term, fi}
 			if snap != "" {
 				l.list = ix.postings.get(snap, key)

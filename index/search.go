@@ -353,10 +353,11 @@ func (p *textPlan) query() query.Query {
 		for _, ti := range idx {
 			qt := &p.terms[ti]
 			leaves := make([]query.Query, 0, len(qt.fields))
-			for _, fi := range qt.fields {
+			for li, fi := range qt.fields {
 				tq := query.NewTermQuery(qt.term)
 				tq.SetField(textFields[fi].name)
-				tq.SetBoost(textFields[fi].boost)
+				df := float64(qt.df[li])
+				tq.SetBoost(leafBoost(fi, math.Log(1+(float64(p.docs)-df+0.5)/(df+0.5))))
 				leaves = append(leaves, tq)
 			}
 			qs = append(qs, disjunction(leaves))
@@ -371,6 +372,23 @@ func (p *textPlan) query() query.Query {
 	bq.Must = must // not AddMust: that wraps it in a conjunction
 	bq.Should = query.NewDisjunctionQuery(group(p.should))
 	return bq
+}
+
+// idfPower is the power of a term's idf in its score. Bleve's BM25 weighs
+// a term by idf twice (in the query weight and in the doc score), so a rare
+// word a request mentions in passing outweighs the words that name the
+// operation; a query boost of idf^(idfPower−2) brings it down to
+// idf^idfPower. 1 is textbook BM25; 1.5 measured best (docs/decisions.md).
+var idfPower = 1.5
+
+// leafBoost is the query boost of a term in text field fi whose idf there
+// is idf: the field's boost, and the idf correction (see idfPower). The
+// plan's Bleve query and the ranker both use it, so their scores agree.
+func leafBoost(fi int, idf float64) float64 {
+	if idfPower == 2 {
+		return textFields[fi].boost
+	}
+	return textFields[fi].boost * math.Pow(idf, idfPower-2)
 }
 
 func disjunction(qs []query.Query) query.Query {
