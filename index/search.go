@@ -356,8 +356,7 @@ func (p *textPlan) query() query.Query {
 			for li, fi := range qt.fields {
 				tq := query.NewTermQuery(qt.term)
 				tq.SetField(textFields[fi].name)
-				df := float64(qt.df[li])
-				tq.SetBoost(leafBoost(fi, math.Log(1+(float64(p.docs)-df+0.5)/(df+0.5))))
+				tq.SetBoost(leafBoost(fi, idf(p.docs, qt.df[li]), idf(p.docs, qt.maxDF)))
 				leaves = append(leaves, tq)
 			}
 			qs = append(qs, disjunction(leaves))
@@ -377,18 +376,28 @@ func (p *textPlan) query() query.Query {
 // idfPower is the power of a term's idf in its score. Bleve's BM25 weighs
 // a term by idf twice (in the query weight and in the doc score), so a rare
 // word a request mentions in passing outweighs the words that name the
-// operation; a query boost of idf^(idfPower−2) brings it down to
-// idf^idfPower. 1 is textbook BM25; 1.5 measured best (docs/decisions.md).
-var idfPower = 1.5
+// operation; a query boost brings it down to idf^idfPower. 1 is textbook
+// BM25; 1.5 measured best (docs/decisions.md). The idf is the term's, not
+// the field's (as in BM25F): "find" is rare among names but common in
+// text, and a name-field idf made every tool named "find" outrank the
+// tools a request that says "find" is about.
+const idfPower = 1.5
+
+// idf is BM25's inverse document frequency of a term in df of n docs, as
+// Bleve computes it.
+func idf(n, df uint64) float64 {
+	N, d := float64(n), float64(df)
+	return math.Log(1 + (N-d+0.5)/(d+0.5))
+}
 
 // leafBoost is the query boost of a term in text field fi whose idf there
-// is idf: the field's boost, and the idf correction (see idfPower). The
-// plan's Bleve query and the ranker both use it, so their scores agree.
-func leafBoost(fi int, idf float64) float64 {
-	if idfPower == 2 {
-		return textFields[fi].boost
-	}
-	return textFields[fi].boost * math.Pow(idf, idfPower-2)
+// is leafIDF, termIDF being its idf over the doc (from its largest df over
+// the fields). Bleve scores a leaf boost·leafIDF² (times the query norm
+// and the term-frequency part); the boost makes that the field's boost
+// times termIDF^idfPower. The plan's Bleve query and the ranker both use
+// it, so their scores agree.
+func leafBoost(fi int, leafIDF, termIDF float64) float64 {
+	return textFields[fi].boost * math.Pow(termIDF, idfPower) / (leafIDF * leafIDF)
 }
 
 func disjunction(qs []query.Query) query.Query {
