@@ -27,11 +27,13 @@ const (
 // query that also has uncommon ones is noise (it shares a "service" or an
 // "api" with the query and nothing else) and is excluded from hits, Total
 // and facets alike. Below cutoffMinDocs every term looks common, so small
-// indexes never cut. The rule is a query condition rather than a score
+// indexes never cut: there, scoring every match is cheap, and in a few
+// hundred operations of one domain the words the right one shares with a
+// request are often the common ones ("get", "movie"). The rule is a query condition rather than a score
 // threshold so that bleve's Total and facet counts obey it exactly.
 const (
 	commonTermShare = 0.2
-	cutoffMinDocs   = 50
+	cutoffMinDocs   = 1000
 )
 
 // Search ranks the docs matching req.
