@@ -370,8 +370,8 @@ func TestEmptyTextSearchMatchesAllVisible(t *testing.T) {
 func TestRelevanceCutoff(t *testing.T) {
 	ix := mustOpenMemory(t)
 	var docs []index.Doc
-	for i := range 80 {
-		d := index.Doc{ID: fmt.Sprintf("urn:ai:p%02d.example:svc", i), Name: "svc", Type: "mcp",
+	for i := range 1200 { // the cutoff applies from 1,000 docs on
+		d := index.Doc{ID: fmt.Sprintf("urn:ai:p%04d.example:svc", i), Name: "svc", Type: "mcp",
 			Description: fmt.Sprintf("A hosted service number %d for teams.", i)}
 		if i < 3 {
 			d.Description = "A hosted geocoding service for teams."
@@ -391,8 +391,8 @@ func TestRelevanceCutoff(t *testing.T) {
 	if got := fs["type"].Buckets; len(got) != 1 || got[0] != (index.Bucket{Value: "a2a", Count: 3}) {
 		t.Fatalf("facets under cutoff = %v; want a2a:3", got)
 	}
-	if _, total := searchIDs(t, ix, index.SearchRequest{Text: "hosted service"}); total != 80 {
-		t.Fatalf("common-words-only query: total %d, want 80", total)
+	if _, total := searchIDs(t, ix, index.SearchRequest{Text: "hosted service"}); total != 1200 {
+		t.Fatalf("common-words-only query: total %d, want 1200", total)
 	}
 }
 

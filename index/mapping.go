@@ -72,7 +72,7 @@ var textFields = []struct {
 	name  string
 	boost float64
 }{
-	{fieldName, 3.0},
+	{fieldName, 1.5},
 	{fieldSearch, 1.0},
 }
 

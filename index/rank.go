@@ -36,10 +36,11 @@ import (
 // The score it computes is Bleve's (v2.6.1), term for term:
 //
 //	leaf(t, f, d)   = idf · sqrt(freq)·k1 / (sqrt(freq) + k1·(1 − b + b·len/avgLen))
-//	                  · boost_f · idf · qnorm
+//	                  · boost · idf · qnorm
 //	idf             = ln(1 + (N − df + 0.5) / (df + 0.5))     (df of t in field f)
+//	boost           = leafBoost(f, idf, the term's idf)       (search.go)
 //	avgLen          = ceil(field cardinality / N)
-//	qnorm           = 1 / sqrt(Σ over every leaf of (boost_f · idf)²)
+//	qnorm           = 1 / sqrt(Σ over every leaf of (boost · idf)²)
 //	term(t, d)      = Σ leaves of t matching d · (leaves matching / leaves of t)
 //	group(G, d)     = Σ terms of G matching d · (terms matching / terms of G)
 //	score(d)        = group(must, d) + group(should, d)
@@ -236,7 +237,6 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 			avg[fi] = math.Ceil(float64(c) / float64(p.docs))
 		}
 	}
-	N := float64(p.docs)
 	snap := p.snap
 	rk.terms = make([]term, len(p.terms))
 	for ti := range p.terms {
@@ -244,10 +244,10 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		t := &rk.terms[ti]
 		t.leaves = make([]leaf, len(qt.fields))
 		for li, fi := range qt.fields {
-			df := float64(qt.df[li])
 			l := &t.leaves[li]
-			l.df, l.boost = qt.df[li], textFields[fi].boost
-			l.idf = math.Log(1 + (N-df+0.5)/(df+0.5))
+			l.df = qt.df[li]
+			l.idf = idf(p.docs, l.df)
+			l.boost = leafBoost(fi, l.idf, idf(p.docs, qt.maxDF))
 			key := leafKey{qt.term, fi}
 			if snap != "" {
 				l.list = ix.postings.get(snap, key)

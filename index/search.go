@@ -27,11 +27,13 @@ const (
 // query that also has uncommon ones is noise (it shares a "service" or an
 // "api" with the query and nothing else) and is excluded from hits, Total
 // and facets alike. Below cutoffMinDocs every term looks common, so small
-// indexes never cut. The rule is a query condition rather than a score
+// indexes never cut: there, scoring every match is cheap, and in a few
+// hundred operations of one domain the words the right one shares with a
+// request are often the common ones ("get", "movie"). The rule is a query condition rather than a score
 // threshold so that bleve's Total and facet counts obey it exactly.
 const (
 	commonTermShare = 0.2
-	cutoffMinDocs   = 50
+	cutoffMinDocs   = 1000
 )
 
 // Search ranks the docs matching req.
@@ -353,10 +355,10 @@ func (p *textPlan) query() query.Query {
 		for _, ti := range idx {
 			qt := &p.terms[ti]
 			leaves := make([]query.Query, 0, len(qt.fields))
-			for _, fi := range qt.fields {
+			for li, fi := range qt.fields {
 				tq := query.NewTermQuery(qt.term)
 				tq.SetField(textFields[fi].name)
-				tq.SetBoost(textFields[fi].boost)
+				tq.SetBoost(leafBoost(fi, idf(p.docs, qt.df[li]), idf(p.docs, qt.maxDF)))
 				leaves = append(leaves, tq)
 			}
 			qs = append(qs, disjunction(leaves))
@@ -371,6 +373,33 @@ func (p *textPlan) query() query.Query {
 	bq.Must = must // not AddMust: that wraps it in a conjunction
 	bq.Should = query.NewDisjunctionQuery(group(p.should))
 	return bq
+}
+
+// idfPower is the power of a term's idf in its score. Bleve's BM25 weighs
+// a term by idf twice (in the query weight and in the doc score), so a rare
+// word a request mentions in passing outweighs the words that name the
+// operation; a query boost brings it down to idf^idfPower. 1 is textbook
+// BM25; 1.5 measured best (docs/decisions.md). The idf is the term's, not
+// the field's (as in BM25F): "find" is rare among names but common in
+// text, and a name-field idf made every tool named "find" outrank the
+// tools a request that says "find" is about.
+const idfPower = 1.5
+
+// idf is BM25's inverse document frequency of a term in df of n docs, as
+// Bleve computes it.
+func idf(n, df uint64) float64 {
+	N, d := float64(n), float64(df)
+	return math.Log(1 + (N-d+0.5)/(d+0.5))
+}
+
+// leafBoost is the query boost of a term in text field fi whose idf there
+// is leafIDF, termIDF being its idf over the doc (from its largest df over
+// the fields). Bleve scores a leaf boost·leafIDF² (times the query norm
+// and the term-frequency part); the boost makes that the field's boost
+// times termIDF^idfPower. The plan's Bleve query and the ranker both use
+// it, so their scores agree.
+func leafBoost(fi int, leafIDF, termIDF float64) float64 {
+	return textFields[fi].boost * math.Pow(termIDF, idfPower) / (leafIDF * leafIDF)
 }
 
 func disjunction(qs []query.Query) query.Query {
