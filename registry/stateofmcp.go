@@ -171,7 +171,7 @@ func statePage(st stateOfMCP) stateView {
 		x := float64(labelW)
 		barW := float64(width - labelW - 10)
 		if ks.Endpoints == 0 {
-			fmt.Fprintf(&svg, `<rect x="%d" y="%d" width="%.0f" height="24" fill="#f1f3f6" stroke="#dde2e8"/><text x="%d" y="%d" font-size="12" fill="#5d6875">none indexed</text>`, labelW, y+4, barW, labelW+8, y+20)
+			fmt.Fprintf(&svg, `<rect x="%d" y="%d" width="%.0f" height="24" fill="#f1f3f6" stroke="#dde2e8"/><text x="%d" y="%d" font-size="12" fill="#5d6875">none probed yet</text>`, labelW, y+4, barW, labelW+8, y+20)
 			continue
 		}
 		for _, c := range classes {
