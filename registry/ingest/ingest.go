@@ -59,7 +59,7 @@ type Ingester struct {
 	// plain line per source otherwise.
 	Progress io.Writer
 	// OnProgress, when set, is told how far an Ingest or IngestFS run has
-	// got: when a source is stored, after each index batch and when a
+	// got: at its start, when a source is stored, after each index batch and when a
 	// source is finished; never per entry. Calls do not overlap and hold up
 	// the run while they last.
 	OnProgress func(Progress)
@@ -319,6 +319,7 @@ func (in *Ingester) run(ctx context.Context, units []unit) (*Report, error) {
 	prog := newIngestProgress(in.Progress, len(units))
 	defer prog.finish()
 	track := &runProgress{p: Progress{Sources: len(units)}, fn: in.OnProgress, bar: prog}
+	track.emit() // the bar shows while the first source is read
 
 	workers := in.Concurrency
 	if workers <= 0 {

@@ -143,7 +143,11 @@ func (p *progress) entries(pr Progress, cur, curDone int) {
 	if cur > 0 {
 		v += curDone * sourceSteps / cur
 	}
-	p.bar.Describe(fmt.Sprintf("ingest %d/%d sources, %d/%d entries", pr.SourcesDone, pr.Sources, pr.EntriesDone, pr.Entries))
+	desc := fmt.Sprintf("ingest %d/%d sources, %d/%d entries", pr.SourcesDone, pr.Sources, pr.EntriesDone, pr.Entries)
+	if pr.Entries == 0 {
+		desc = fmt.Sprintf("ingest %d/%d sources, reading", pr.SourcesDone, pr.Sources)
+	}
+	p.bar.Describe(desc)
 	_ = p.bar.Set(min(v, pr.Sources*sourceSteps))
 }
 
