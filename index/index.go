@@ -347,6 +347,13 @@ const putBatchSize = 2500
 
 // Put indexes docs (replacing docs with the same ID) in batches.
 func (ix *Index) Put(docs []Doc) error {
+	return ix.PutReporting(docs, nil)
+}
+
+// PutReporting is Put that calls batchDone, when set, with the number of
+// docs of each Bleve batch once it is committed: a long Put can show
+// progress without being split into smaller, slower batches.
+func (ix *Index) PutReporting(docs []Doc, batchDone func(n int)) error {
 	for i := range docs {
 		if strings.TrimSpace(docs[i].ID) == "" {
 			return fmt.Errorf("index: put: doc %d has no ID", i)
@@ -362,13 +369,14 @@ func (ix *Index) Put(docs []Doc) error {
 			return false, fmt.Errorf("index: put %s: %w", docs[i].ID, err)
 		}
 		return ix.probes.offer(docs[i].ID, probeText(&docs[i])), nil
-	})
+	}, batchDone)
 }
 
 // write applies n changes in Bleve batches of putBatchSize, one writer at a
 // time. add puts change i into the batch and reports whether it changed the
-// probe sample, which is then stored with that batch.
-func (ix *Index) write(n int, op string, add func(b *bleve.Batch, i int) (probesChanged bool, err error)) error {
+// probe sample, which is then stored with that batch. batchDone, when set,
+// is told the size of each committed batch.
+func (ix *Index) write(n int, op string, add func(b *bleve.Batch, i int) (probesChanged bool, err error), batchDone func(n int)) error {
 	ix.writeMu.Lock()
 	defer ix.writeMu.Unlock()
 	ix.writing.Add(1)
@@ -389,6 +397,9 @@ func (ix *Index) write(n int, op string, add func(b *bleve.Batch, i int) (probes
 		if err := ix.bleve.Batch(b); err != nil {
 			return fmt.Errorf("index: %s batch: %w", op, err)
 		}
+		if batchDone != nil {
+			batchDone(min(start+putBatchSize, n) - start)
+		}
 	}
 	return nil
 }
@@ -406,7 +417,7 @@ func (ix *Index) Delete(ids []string) error {
 	return ix.write(len(ids), "delete", func(b *bleve.Batch, i int) (bool, error) {
 		b.Delete(ids[i])
 		return ix.probes.remove(ids[i]), nil
-	})
+	}, nil)
 }
 
 // Generation names the index's current state: it changes with every Put

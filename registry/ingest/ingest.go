@@ -54,9 +54,15 @@ type Ingester struct {
 	Fetcher *web.Fetcher
 	// Logger receives one line per source; nil discards.
 	Logger *slog.Logger
-	// Progress, when set, receives progress: a bar when it is a terminal,
-	// one plain line per source otherwise.
+	// Progress, when set, receives progress: a bar when it is a terminal
+	// (it moves within a large source as its entries are indexed), one
+	// plain line per source otherwise.
 	Progress io.Writer
+	// OnProgress, when set, is told how far an Ingest or IngestFS run has
+	// got: at its start, when a source is stored, after each index batch and when a
+	// source is finished; never per entry. Calls do not overlap and hold up
+	// the run while they last.
+	OnProgress func(Progress)
 	// Now is the clock; nil means time.Now. It is called from concurrent
 	// loads, so it must be safe for concurrent use.
 	Now func() time.Time
@@ -75,6 +81,15 @@ type Ingester struct {
 	crawlerOnce sync.Once
 	crawler     *politeClient
 	domainLocks sync.Map // domain -> *sync.Mutex: one crawl of a domain at a time
+}
+
+// Progress is how far an ingest run has got. An entry is done once it is
+// stored and, when it was added or changed and there is an index, indexed.
+type Progress struct {
+	Sources     int // sources in the run
+	SourcesDone int // sources finished: stored and indexed, or failed
+	Entries     int // valid entries of the sources stored so far
+	EntriesDone int // of Entries, those done
 }
 
 // Report is what an ingest did, source by source.
@@ -301,8 +316,10 @@ func (in *Ingester) run(ctx context.Context, units []unit) (*Report, error) {
 	}
 	start := time.Now()
 	rep := &Report{Sources: make([]SourceReport, 0, len(units))}
-	prog := newProgress(in.Progress, len(units), "ingest")
+	prog := newIngestProgress(in.Progress, len(units))
 	defer prog.finish()
+	track := &runProgress{p: Progress{Sources: len(units)}, fn: in.OnProgress, bar: prog}
+	track.emit() // the bar shows while the first source is read
 
 	workers := in.Concurrency
 	if workers <= 0 {
@@ -342,7 +359,9 @@ func (in *Ingester) run(ctx context.Context, units []unit) (*Report, error) {
 	go func() {
 		defer close(indexed)
 		for j := range indexQ {
-			indexErrs[j.unit] = j.w.apply(in)
+			track.indexing(j.w)
+			indexErrs[j.unit] = j.w.apply(in, track.indexed)
+			track.finished()
 		}
 	}()
 	defer func() {
@@ -375,12 +394,14 @@ func (in *Ingester) run(ctx context.Context, units []unit) (*Report, error) {
 				rep.Sources = append(rep.Sources, l.report)
 				return rep, err
 			}
+			track.stored(l.report.Stored, w != nil)
 			if w != nil {
 				indexQ <- indexJob{unit: i, w: w}
 			}
 		}
 		if l.err != nil {
 			l.report.Error = l.err.Error()
+			track.failed()
 			log.Warn("ingest source failed", "source", u.key, "err", l.err)
 			sourcesTotal.WithLabelValues(outcomeLabel(true)).Inc()
 		} else {
@@ -404,7 +425,7 @@ func (in *Ingester) store(key string, l *loaded) error {
 	if err != nil || w == nil {
 		return err
 	}
-	if err := w.apply(in); err != nil {
+	if err := w.apply(in, nil); err != nil {
 		l.err = indexFailed(err)
 	}
 	return nil
@@ -419,6 +440,7 @@ type indexWork struct {
 	docs                    <-chan builtDocs
 	added, changed, removed []string
 	now                     time.Time
+	stored                  int // entries the unit holds: the unchanged are done when stored
 }
 
 type builtDocs struct {
@@ -426,12 +448,14 @@ type builtDocs struct {
 	err  error
 }
 
-func (w *indexWork) apply(in *Ingester) error {
+// apply brings the index in step; batchDone, when set, is told the size of
+// each committed batch of puts.
+func (w *indexWork) apply(in *Ingester, batchDone func(n int)) error {
 	b := <-w.docs
 	if b.err != nil {
 		return b.err
 	}
-	return in.indexChanges(b.docs, w.added, w.changed, w.removed, w.now)
+	return in.indexChanges(b.docs, w.added, w.changed, w.removed, w.now, batchDone)
 }
 
 // storeKV commits a loaded unit to kv and returns the index update it calls
@@ -485,7 +509,7 @@ func (in *Ingester) storeKV(key string, l *loaded) (*indexWork, error) {
 		return nil, err
 	}
 	l.report.Stored = len(entries)
-	w := &indexWork{docs: docsDone, now: now}
+	w := &indexWork{docs: docsDone, now: now, stored: len(entries)}
 	for _, c := range changes {
 		switch c.Kind {
 		case kv.ChangeAdded:
@@ -508,7 +532,7 @@ func (in *Ingester) storeKV(key string, l *loaded) (*indexWork, error) {
 // indexChanges puts added and changed docs and deletes removed ones. Added
 // entries were created now; a changed entry keeps its CreatedAt, read back
 // from kv.
-func (in *Ingester) indexChanges(docs map[string]index.Doc, added, changed, removed []string, now time.Time) error {
+func (in *Ingester) indexChanges(docs map[string]index.Doc, added, changed, removed []string, now time.Time, batchDone func(n int)) error {
 	put := make([]index.Doc, 0, len(added)+len(changed))
 	for _, id := range added {
 		d := docs[id]
@@ -527,7 +551,7 @@ func (in *Ingester) indexChanges(docs map[string]index.Doc, added, changed, remo
 		}
 	}
 	if len(put) > 0 {
-		if err := in.Index.Put(put); err != nil {
+		if err := in.Index.PutReporting(put, batchDone); err != nil {
 			return err
 		}
 	}
