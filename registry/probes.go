@@ -117,6 +117,13 @@ type prober struct {
 	// GETs; lost on restart, which costs one full GET.
 	validators sync.Map // url -> validator
 	running    atomic.Bool
+
+	// targets are the last probeTargets answer and the index generation
+	// it was read at: a refresh re-reads every entry from kv, which at
+	// 100k entries is seconds of CPU, so it is done only after a write.
+	targetsMu  sync.Mutex
+	targetsGen uint64
+	targets    []probe.Target
 }
 
 type validator struct{ etag, lastModified string }
@@ -240,6 +247,26 @@ type probeGroup struct {
 // entries: the operations of one API share their base URL, so it is
 // probed once, not once per operation.
 func (s *Service) probeTargets() ([]probe.Target, error) {
+	p := s.prober
+	p.targetsMu.Lock()
+	defer p.targetsMu.Unlock()
+	// Ingestion writes kv before the index, so an entry change always
+	// moves the generation on after it is readable here: a list read at
+	// generation g holds at least what kv held when g was current.
+	gen, _ := s.ix.Generation()
+	if p.targets != nil && gen == p.targetsGen {
+		return p.targets, nil
+	}
+	out, err := s.readProbeTargets()
+	if err != nil {
+		return nil, err
+	}
+	p.targets, p.targetsGen = out, gen
+	return out, nil
+}
+
+// readProbeTargets reads the targets of probeTargets from kv.
+func (s *Service) readProbeTargets() ([]probe.Target, error) {
 	groups := map[string]*probeGroup{}
 	serverOf := map[string]*probeGroup{} // MCP server id -> group
 	type toolRef struct{ server, name, id string }
