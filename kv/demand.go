@@ -35,6 +35,9 @@ type SearchRecord struct {
 	Offset    int               `json:"o,omitempty"`
 	Results   []ReturnedEntry   `json:"r,omitempty"`
 	Upstreams []UpstreamOutcome `json:"u,omitempty"`
+	// Probe marks traffic the registry generated itself (probes, benchmark
+	// runs, web-position checks): demand reports leave it out unless asked.
+	Probe bool `json:"p,omitempty"`
 }
 
 // ReturnedEntry is one result of a search: its identifier, its 1-based rank

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -153,7 +154,7 @@ func responseKey(req searchRequest, now time.Time) string {
 // recordSearch queues the demand record of a search. It is called before
 // the response goes out, so a caller that has its answer can rely on Flush
 // covering it.
-func (s *Service) recordSearch(req searchRequest, results []kv.ReturnedEntry, outcomes []kv.UpstreamOutcome) {
+func (s *Service) recordSearch(ctx context.Context, req searchRequest, results []kv.ReturnedEntry, outcomes []kv.UpstreamOutcome) {
 	rec := kv.SearchRecord{
 		Time:       s.cfg.Now().UTC(),
 		Text:       req.Text,
@@ -161,6 +162,7 @@ func (s *Service) recordSearch(req searchRequest, results []kv.ReturnedEntry, ou
 		Offset:     req.Offset,
 		Results:    results,
 		Upstreams:  outcomes,
+		Probe:      IsProbeTraffic(ctx),
 	}
 	if len(req.Filter) > 0 {
 		rec.Filter = map[string][]string(req.Filter)
@@ -224,7 +226,7 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 			cacheKey = key
 			if gen, quiet = s.ix.Generation(); quiet {
 				if c, ok := s.responses.Get(gen, key); ok {
-					s.recordSearch(req, c.results, nil)
+					s.recordSearch(r.Context(), req, c.results, nil)
 					s.writeSearch(w, c.body, mode, reports)
 					return
 				}
@@ -298,7 +300,7 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 			results[i] = kv.ReturnedEntry{ID: it.id, Rank: req.Offset + i + 1, Source: it.upstream}
 		}
 	}
-	s.recordSearch(req, results, outcomes)
+	s.recordSearch(r.Context(), req, results, outcomes)
 	if cacheKey != "" && len(buf) <= maxCachedResponseBytes && s.responses.Admit(cacheKey) && quiet {
 		// Kept from the request's second sighting on, and only if the
 		// index did not change while it was computed.
