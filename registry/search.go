@@ -1,8 +1,8 @@
 package registry
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
