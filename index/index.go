@@ -431,6 +431,16 @@ func (ix *Index) Generation() (gen uint64, quiet bool) {
 	return gen, ix.writing.Load() == 0 && c != nil && c.gen == gen
 }
 
+// MappingVersion names the mapping and document schema this index was
+// built with: two indexes of one version rank the same docs the same way.
+func (ix *Index) MappingVersion() string {
+	v, err := mappingVersion(ix.bleve.Mapping())
+	if err != nil {
+		return "unknown"
+	}
+	return v
+}
+
 // Count returns the number of indexed docs.
 func (ix *Index) Count() (uint64, error) {
 	n, err := ix.bleve.DocCount()

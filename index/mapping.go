@@ -19,7 +19,7 @@ import (
 // schemaVersion changes whenever toDocument or the query side changes what a
 // field holds; together with the mapping JSON it forms the stored mapping
 // version, and any difference makes Open discard and rebuild the index.
-const schemaVersion = "ardx-index-3"
+const schemaVersion = "ardx-index-4" // 4: benchmark queries held out of representative queries
 
 // Index field names. Filter and facet keys are the field names themselves,
 // so a key maps to a field with no translation table.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry/bench"
 )
 
 // Bounds on the text ToDoc lifts out of an entry's inline data, so that one
@@ -45,7 +46,8 @@ type entryFields struct {
 // (lower-case, trimmed, deduplicated: Bleve keyword fields are
 // case-sensitive), metadata scalars as strings, trust facets, and text
 // lifted from inline data (operation method and path, tool and skill names
-// and descriptions).
+// and descriptions). Representative queries frozen as benchmark queries of
+// the entry are held out (bench.HoldOut).
 func ToDoc(e kv.Entry) (index.Doc, error) {
 	var f entryFields
 	if err := json.Unmarshal(e.Body, &f); err != nil {
@@ -62,7 +64,7 @@ func ToDoc(e kv.Entry) (index.Doc, error) {
 		Description:  f.Description,
 		Capabilities: keywords(f.Capabilities),
 		Tags:         keywords(f.Tags),
-		Queries:      nonEmpty(f.RepresentativeQueries),
+		Queries:      bench.HoldOut(id, nonEmpty(f.RepresentativeQueries)),
 		Publisher:    urnPublisher(id),
 		Type:         f.Type,
 		Version:      f.Version,
