@@ -72,6 +72,9 @@ type Config struct {
 	// Probe configures the probing of indexed endpoints (StartProbes) and
 	// the window of the reports read from it.
 	Probe ProbeConfig
+	// Bench schedules the frozen benchmark (StartBench); zero runs it only
+	// on demand (RunBench).
+	Bench BenchConfig
 }
 
 // Service is the registry's HTTP service. Create it with New, serve
@@ -101,6 +104,9 @@ type Service struct {
 	discovered discoveredCache
 	prober     *prober
 	survey     surveyCache
+
+	bench     benchState // the frozen benchmark's runs and /bench.json
+	planVocab planVocab  // POST /plan's vocabulary of the index
 }
 
 // upstream is one registry federation=auto may ask.
@@ -220,7 +226,7 @@ func (s *Service) Flush(ctx context.Context) error { return s.demand.flush(ctx) 
 // recorded.
 func (s *Service) Close(ctx context.Context) error {
 	s.breakers.close()
-	return errors.Join(s.prober.sched.Close(ctx), s.demand.close(ctx))
+	return errors.Join(s.closeBench(ctx), s.prober.sched.Close(ctx), s.demand.close(ctx))
 }
 
 // route is one method and path of the API.
@@ -250,6 +256,10 @@ func (s *Service) routeTable() []route {
 		{http.MethodGet, "/reliability", s.handleReliability},
 		{http.MethodGet, "/feed/changes", s.handleFeedChanges},
 		{http.MethodGet, "/state-of-mcp", s.handleStateOfMCP},
+		{http.MethodPost, "/plan", s.handlePlan},
+		{http.MethodGet, "/bench", s.handleBench},
+		{http.MethodGet, "/bench.json", s.handleBenchJSON},
+		{http.MethodGet, "/bench/tasks.json", s.handleBenchTasks},
 	}
 }
 

@@ -14,8 +14,8 @@ package bench
 //go:generate go run ./freeze -corpus ../../testdata/corpus -version 1 -o tasks.json
 
 import (
-	_ "embed"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
