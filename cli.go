@@ -66,6 +66,7 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 		c.ingestCmd(),
 		c.reindexCmd(),
 		c.crawlCmd(),
+		c.benchCmd(),
 		c.facilitatorCmd(),
 		c.payCmd(),
 		c.backupCmd(),

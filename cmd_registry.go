@@ -34,6 +34,7 @@ type registryConfig struct {
 	crawlInterval      time.Duration
 	demandRetention    time.Duration
 	probe              registry.ProbeConfig
+	benchInterval      time.Duration
 }
 
 func (rc *registryConfig) flags(cmd *cobra.Command) {
@@ -54,6 +55,7 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.DurationVar(&rc.probe.HostGap, "endpoint-probe-host-gap", 2*time.Second, "least time between two probes of one host")
 	f.IntVar(&rc.probe.Budget, "endpoint-probe-budget", 600, "probes started per minute across all hosts")
 	f.IntVar(&rc.probe.DownAfter, "endpoint-probe-down-after", 3, "consecutive failed probes before an endpoint is reported down")
+	f.DurationVar(&rc.benchInterval, "bench-interval", 24*time.Hour, "run the frozen search benchmark (/bench) this often, counted from the last run (0 = only on demand: ardx bench)")
 }
 
 func (rc *registryConfig) validate() error {
@@ -90,6 +92,9 @@ func (rc *registryConfig) validate() error {
 		return fmt.Errorf("--endpoint-probe-host-concurrency, --endpoint-probe-budget and --endpoint-probe-down-after must be at least 1")
 	case p.HostGap < 0:
 		return fmt.Errorf("--endpoint-probe-host-gap must not be negative")
+	}
+	if rc.benchInterval < 0 {
+		return fmt.Errorf("--bench-interval must not be negative")
 	}
 	return nil
 }
@@ -281,6 +286,7 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		PublicRegistries:   rc.publicRegistryList(),
 		FederationTimeout:  rc.federationTimeout,
 		DemandRetention:    rc.demandRetention,
+		Bench:              registry.BenchConfig{Interval: rc.benchInterval},
 		Logger:             logger,
 	}, stores.db, stores.ix)
 	if err != nil {
@@ -306,6 +312,7 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 	if rc.probe.Interval > 0 {
 		svc.StartProbes(ctx)
 	}
+	svc.StartBench(ctx) // runs nothing with --bench-interval 0
 	c.started.registryURL = srv.URL()
 	detach := collector.attach(stores.ix, stores.db, nil)
 	c.db = stores.db

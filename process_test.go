@@ -49,7 +49,7 @@ func startSelf(t *testing.T, want []string, args ...string) *selfProc {
 	p.cmd = exec.Command(os.Args[0], append(args, "--log-format", "json")...)
 	// Tests reach loopback only: no built-in public registry is asked and
 	// the default corpus's (public) endpoints are not probed.
-	p.cmd.Env = append(os.Environ(), "ARDX_TEST_RUN_MAIN=1", "ARDX_PUBLIC_REGISTRIES=none", "ARDX_ENDPOINT_PROBE_INTERVAL=0")
+	p.cmd.Env = append(os.Environ(), "ARDX_TEST_RUN_MAIN=1", "ARDX_PUBLIC_REGISTRIES=none", "ARDX_ENDPOINT_PROBE_INTERVAL=0", "ARDX_BENCH_INTERVAL=0")
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

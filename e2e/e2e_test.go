@@ -68,7 +68,7 @@ func startArdxEnv(t *testing.T, env []string, want []string, args ...string) *pr
 	p.cmd = exec.Command(binary(t), append(args, "--log-format", "json")...)
 	// Tests reach loopback only: no built-in public registry is asked and
 	// the default corpus's (public) endpoints are not probed.
-	p.cmd.Env = append(append(os.Environ(), "ARDX_LOG_LEVEL=info", "ARDX_PUBLIC_REGISTRIES=none", "ARDX_ENDPOINT_PROBE_INTERVAL=0"), env...)
+	p.cmd.Env = append(append(os.Environ(), "ARDX_LOG_LEVEL=info", "ARDX_PUBLIC_REGISTRIES=none", "ARDX_ENDPOINT_PROBE_INTERVAL=0", "ARDX_BENCH_INTERVAL=0"), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
