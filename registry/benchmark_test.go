@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardx-dev/ardx/internal/pagecheck"
 	"github.com/ardx-dev/ardx/registry"
 	"github.com/ardx-dev/ardx/registry/bench"
 	"github.com/ardx-dev/ardx/registry/ingest"
@@ -329,5 +330,31 @@ func TestBenchSchedule(t *testing.T) {
 	_ = json.Unmarshal(body, &doc)
 	if doc.Schedule.IntervalSeconds != 3600 || doc.Schedule.NextRunAt == nil || doc.Schedule.NextRunAt.Before(now.Add(59*time.Minute)) {
 		t.Fatalf("schedule %s", body)
+	}
+}
+
+// TestBenchPageReadableInChromium measures the contrast of every piece of
+// text of /bench in headless Chromium, before any run and after one with
+// an upstream that answered and one that did not.
+func TestBenchPageReadableInChromium(t *testing.T) {
+	set := bench.Frozen()
+	up, _ := benchUpstream(t, set, func(i int) int { return i % 7 })
+	dead := httptest.NewServer(http.NotFoundHandler())
+	defer dead.Close()
+	f := newCorpusServer(t, registry.Config{Upstreams: []string{up.URL, dead.URL}})
+	pagecheck.Check(t, f.svc.Handler(), "/bench")
+	if _, err := f.svc.RunBench(t.Context(), registry.BenchOnDemand); err != nil {
+		t.Fatal(err)
+	}
+	pagecheck.Check(t, f.svc.Handler(), "/bench")
+	if dir := os.Getenv("ARDX_BENCH_PAGE_DIR"); dir != "" {
+		// For a look at the page: ARDX_BENCH_PAGE_DIR=/tmp/x go test -run ...
+		req := httptest.NewRequest(http.MethodGet, "/bench", nil)
+		req.Header.Set("Accept", "text/html")
+		rec := httptest.NewRecorder()
+		f.svc.Handler().ServeHTTP(rec, req)
+		if err := os.WriteFile(dir+"/bench.html", rec.Body.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
