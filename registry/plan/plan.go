@@ -60,7 +60,8 @@ func words(s string) map[string]bool {
 
 // NewVocabulary builds a vocabulary from the index's capabilities (with
 // their words) and tags. A word that opens at least two capabilities counts
-// as a verb (get, list, send...): once is as likely a noun (forecast_daily).
+// as a verb (get, list, send...) unless it is also a tag: once is as likely
+// a noun (forecast_daily).
 func NewVocabulary(caps []Capability, tags []string) *Vocabulary {
 	v := &Vocabulary{verbs: map[string]bool{}, tags: map[string]bool{}}
 	for w := range commonVerbs {
@@ -80,15 +81,17 @@ func NewVocabulary(caps []Capability, tags []string) *Vocabulary {
 		v.caps = append(v.caps, Capability{Name: c.Name, Words: ws})
 		opens[ws[0]]++
 	}
-	for w, n := range opens {
-		if n >= 2 && len(w) >= 3 && !stopwords[w] && !unicode.IsDigit(rune(w[0])) {
-			v.verbs[w] = true
-		}
-	}
 	slices.SortFunc(v.caps, func(a, b Capability) int { return strings.Compare(a.Name, b.Name) })
 	for _, t := range tags {
 		if t = strings.ToLower(strings.TrimSpace(t)); t != "" {
 			v.tags[t] = true
+		}
+	}
+	// A tag is a topic, a noun (weather_forecast, weather_alerts): it
+	// does not become a verb however many capabilities it opens.
+	for w, n := range opens {
+		if n >= 2 && len(w) >= 3 && !stopwords[w] && !v.tags[w] && !unicode.IsDigit(rune(w[0])) {
+			v.verbs[w] = true
 		}
 	}
 	return v
