@@ -96,8 +96,12 @@ func (s *Service) RunBench(ctx context.Context, trigger string) (bench.Report, e
 	s.bench.mu.Lock()
 	s.bench.body = nil // rebuilt from kv on the next read
 	s.bench.mu.Unlock()
-	s.log.Info("benchmark run", "trigger", trigger, "tasks", rep.TaskSet.Tasks,
-		"recall_at_10", rep.Registry.Measures.Recall10, "mrr", rep.Registry.Measures.MRR, "upstreams", len(rep.Upstreams))
+	if m := rep.Registry.Measures; m != nil {
+		s.log.Info("benchmark run", "trigger", trigger, "tasks", rep.TaskSet.Tasks,
+			"recall_at_10", m.Recall10, "mrr", m.MRR, "upstreams", len(rep.Upstreams))
+	} else {
+		s.log.Warn("benchmark run: this registry answered none of the queries", "trigger", trigger, "error", rep.Registry.Error)
+	}
 	return rep, nil
 }
 

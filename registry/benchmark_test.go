@@ -358,3 +358,14 @@ func TestBenchPageReadableInChromium(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBenchRun measures one on-demand run of the frozen set against
+// the default corpus, no upstreams.
+func BenchmarkBenchRun(b *testing.B) {
+	f := newCorpusServer(b, registry.Config{})
+	for b.Loop() {
+		if _, err := f.svc.RunBench(b.Context(), registry.BenchOnDemand); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

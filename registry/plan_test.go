@@ -151,3 +151,15 @@ func TestPlanPrivate(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPlan measures POST /plan of a three-step task over the default
+// corpus (decomposition, three searches, candidates with reliability).
+func BenchmarkPlan(b *testing.B) {
+	f := newCorpusServer(b, registry.Config{})
+	body := `{"task":"Translate the contract into German, then send it by email, and book a meeting with the client","candidates":5}`
+	for b.Loop() {
+		if status, out := f.do(b, http.MethodPost, "/plan", body); status != http.StatusOK {
+			b.Fatalf("%d %s", status, out)
+		}
+	}
+}
