@@ -66,11 +66,15 @@ func TestBenchTasksMatchCorpus(t *testing.T) {
 			t.Errorf("%s: read from %s %s, the index has it from %s %s", task.ID, task.Manifest, task.SHA256, e.Provenance.Source, e.Provenance.SHA256)
 		}
 		var b struct {
-			RQ []string `json:"representativeQueries"`
+			DisplayName string   `json:"displayName"`
+			RQ          []string `json:"representativeQueries"`
 		}
 		_ = json.Unmarshal(e.Body, &b)
 		if !slices.Contains(b.RQ, task.Query) {
 			t.Errorf("%s: %q is not a representative query of %s", task.ID, task.Query, task.Expected)
+		}
+		if strings.EqualFold(strings.TrimSpace(b.DisplayName), task.Query) {
+			t.Errorf("%s: the query is %s's display name, an exact match in the name field", task.ID, task.Expected)
 		}
 		// Held out: the entry's indexed queries do not hold it, and keep
 		// at least one other.
