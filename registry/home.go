@@ -18,6 +18,7 @@ func (s *Service) handleHome(w http.ResponseWriter, r *http.Request, _ httproute
 		Sections: []web.IndexSection{
 			{Title: "Pages", Links: []web.IndexLink{
 				{Href: "/tools", Title: "capability index: every callable tool and operation, searchable"},
+				{Href: "/bench", Title: "search benchmark: recall, MRR and nDCG of this registry and its upstreams on a frozen task set"},
 			}},
 			{Title: "API", Links: []web.IndexLink{
 				{Href: "/openapi.json", Title: "OpenAPI 3.1 description of this API"},
@@ -29,6 +30,7 @@ func (s *Service) handleHome(w http.ResponseWriter, r *http.Request, _ httproute
 				{Href: "/manifest/build", Method: "POST", Title: "build an ARD manifest for a domain"},
 				{Href: "/doctor", Method: "POST", Title: "check a domain's ARD publication"},
 				{Href: "/audit", Method: "POST", Title: "a domain's coverage across registries"},
+				{Href: "/plan", Method: "POST", Title: "a task in plain words as steps with candidate resources"},
 				{Href: "/health", Title: "liveness"},
 			}},
 		},
