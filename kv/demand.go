@@ -63,6 +63,8 @@ type DemandDay struct {
 	// for the first page and got nothing back.
 	Searches    int `json:"searches"`
 	ZeroResults int `json:"zeroResults"`
+	// ProbeSearches counts the searches marked Probe, which Searches leaves out.
+	ProbeSearches int `json:"probeSearches,omitempty"`
 	// Upstreams counts federation outcomes: upstream → outcome → count.
 	Upstreams map[string]map[string]int `json:"upstreams,omitempty"`
 }
@@ -108,6 +110,12 @@ func (db *DB) AppendSearches(recs []SearchRecord) error {
 					}
 				}
 				days[date] = day
+			}
+			if rec.Probe {
+				// The registry's own traffic (the benchmark) is kept
+				// out of the counts of what callers asked.
+				day.ProbeSearches++
+				continue
 			}
 			day.Searches++
 			if len(rec.Results) == 0 && rec.Offset == 0 {

@@ -63,7 +63,8 @@ func TestBenchTasksMatchCorpus(t *testing.T) {
 			t.Fatalf("%s: expected %s: %v", task.ID, task.Expected, err)
 		}
 		if e.Provenance.Source != task.Manifest || e.Provenance.SHA256 != task.SHA256 {
-			t.Errorf("%s: read from %s %s, the index has it from %s %s", task.ID, task.Manifest, task.SHA256, e.Provenance.Source, e.Provenance.SHA256)
+			t.Errorf("%s: read from %s %s, the index has it from %s %s: the default corpus changed; regenerate the task set on purpose (go generate ./registry/bench with a new -version)",
+				task.ID, task.Manifest, task.SHA256, e.Provenance.Source, e.Provenance.SHA256)
 		}
 		var b struct {
 			DisplayName string   `json:"displayName"`
@@ -275,6 +276,16 @@ func TestBenchRun(t *testing.T) {
 	}
 	if probes != len(set.Tasks) || callers != len(set.Tasks) {
 		t.Fatalf("demand log: %d probe and %d caller searches, want %d each", probes, callers, len(set.Tasks))
+	}
+	// /stats counts what callers asked, not the benchmark.
+	_, statsBody := f.do(t, http.MethodGet, "/stats", "")
+	var stats struct {
+		Searches struct {
+			Total int `json:"total"`
+		} `json:"searches"`
+	}
+	if err := json.Unmarshal(statsBody, &stats); err != nil || stats.Searches.Total != len(set.Tasks) {
+		t.Fatalf("/stats counts %d searches, want %d: %s", stats.Searches.Total, len(set.Tasks), statsBody)
 	}
 
 	// The HTML form: a table row per registry and the chart.
