@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO      ?= go
 BENCH   ?= .
 
-.PHONY: build run test e2e bench bench-side-by-side lint testdata
+.PHONY: build run test e2e bench bench-side-by-side lint testdata bench-tasks
 
 build: ## the binary, ./ardx
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o ardx .
@@ -30,3 +30,6 @@ lint: ## go vet and gofmt
 testdata: ## regenerate the test token (npm solc) and golden files
 	bash testdata/contracts/build.sh
 	$(GO) test -count=1 $$(grep -rl --include='*_test.go' 'flag.Bool("update"' . | xargs -n1 dirname | sort -u) -update
+
+bench-tasks: ## regenerate the frozen benchmark task set from the default corpus, on purpose only (raise -version in registry/bench/bench.go)
+	$(GO) generate ./registry/bench
