@@ -90,7 +90,7 @@ type Service struct {
 	breakers  breakers
 	tokens    tokenSealer
 	demand    *demandWriter
-	access    *access.Store // accounts, keys, claims, private entries
+	access    *access.Store                   // accounts, keys, claims, private entries
 	responses *gencache.Cache[cachedResponse] // rendered local search responses
 	bodies    *gencache.Cache[kv.EntryBody]   // entries of recent results
 	openapi   []byte
