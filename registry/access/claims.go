@@ -108,14 +108,15 @@ func (s *Store) StartClaim(accountID, domain string) (Challenge, error) {
 		return Challenge{}, err
 	}
 	now := s.now().UTC()
-	c := kv.Challenge{Domain: d, AccountID: accountID, Token: randomHex(20), CreatedAt: now, ExpiresAt: now.Add(s.claimTTL())}
+	c := kv.Challenge{Domain: d, AccountID: accountID, Token: randomHex(20), CreatedAt: now, ExpiresAt: now.Add(s.ClaimTTL())}
 	if err := s.db.PutChallenge(c); err != nil {
 		return Challenge{}, fmt.Errorf("access: start claim: %w", err)
 	}
 	return challengeOf(c), nil
 }
 
-func (s *Store) claimTTL() time.Duration {
+// ClaimTTL is how long a challenge may be verified.
+func (s *Store) ClaimTTL() time.Duration {
 	if s.claims.TTL <= 0 {
 		return DefaultClaimTTL
 	}
