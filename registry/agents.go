@@ -159,6 +159,10 @@ func (s *Service) handleAgent(w http.ResponseWriter, r *http.Request, _ httprout
 		return
 	}
 	e, ok := entries[id]
+	if !ok || e.Owner != "" {
+		// A private identifier (or a guess at one) stays out of the log.
+		web.LogPathAs(r, "/agents/{identifier}")
+	}
 	vis := visPublic
 	if ok && e.Owner != "" {
 		vis = visPrivate
