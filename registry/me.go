@@ -125,9 +125,9 @@ type meResponse struct {
 
 	Account        *meAccount       `json:"account,omitempty"`
 	Key            *access.KeyInfo  `json:"key,omitempty"`
-	Keys           []access.KeyInfo `json:"keys,omitempty"`
-	Domains        []meDomain       `json:"domains,omitempty"`
-	PrivateEntries []mePrivateCount `json:"privateEntries,omitempty"`
+	Keys           []access.KeyInfo `json:"keys,omitzero"`
+	Domains        []meDomain       `json:"domains,omitzero"`
+	PrivateEntries []mePrivateCount `json:"privateEntries,omitzero"`
 	Usage          *meUsage         `json:"usage,omitempty"`
 	More           map[string]any   `json:"-"`
 }
