@@ -320,9 +320,11 @@ func TestPrivateEntries(t *testing.T) {
 	if after["documents"] != before["documents"] {
 		t.Errorf("/health counts private entries: %v -> %v", before["documents"], after["documents"])
 	}
-	_, feed, _ := e.call(t, "", http.MethodGet, "/feed/changes", "")
-	if strings.Contains(mustJSON(t, feed), "acme.test") {
-		t.Errorf("feed shows private entries: %v", feed)
+	for _, path := range []string{"/feed/changes", "/stats", "/state-of-mcp", "/tool-safety", "/agents?pageSize=100"} {
+		st, out, _ := e.call(t, "", http.MethodGet, path, "")
+		if raw := mustJSON(t, out); st != http.StatusOK || strings.Contains(raw, "acme.test") {
+			t.Errorf("%s shows private entries: %d %s", path, st, raw)
+		}
 	}
 	if err := e.svc.Flush(t.Context()); err != nil {
 		t.Fatal(err)
