@@ -311,6 +311,11 @@ func TestPrivateEntriesNeverReachAnotherKey(t *testing.T) {
 			for _, b := range out["facets"].(map[string]any)["publisher"].(map[string]any)["buckets"].([]any) {
 				bm := b.(map[string]any)
 				got[bm["value"].(string)] = int(bm["count"].(float64))
+				if pc, ok := bm["privateCount"].(float64); ok && int(pc) != want[bm["value"].(string)] {
+					fail("explore", "caller %d: publisher %v privateCount %v, want %d", a, bm["value"], pc, want[bm["value"].(string)])
+				} else if !ok && want[bm["value"].(string)] > 0 {
+					fail("explore", "caller %d: publisher %v has no privateCount", a, bm["value"])
+				}
 			}
 			for d, n := range got {
 				if want[d] != n {

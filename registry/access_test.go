@@ -280,7 +280,7 @@ func TestPrivateEntries(t *testing.T) {
 		t.Fatalf("owner's /agents: %v", list)
 	}
 	_, ex, _ := e.call(t, acme, http.MethodPost, "/explore", `{"query":{"text":"quokka"},"resultType":{"facets":["publisher"]}}`)
-	if !strings.Contains(mustJSON(t, ex), `"acme.test"`) {
+	if !strings.Contains(mustJSON(t, ex), `{"count":2,"privateCount":2,"value":"acme.test"}`) {
 		t.Fatalf("owner's explore: %v", ex)
 	}
 	_, mine, _ := e.call(t, acme, http.MethodGet, "/private/entries", "")
