@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry"
+	"github.com/ardx-dev/ardx/registry/access"
 	"github.com/ardx-dev/ardx/registry/ingest"
 	"github.com/ardx-dev/ardx/web"
 )
@@ -35,6 +38,11 @@ type registryConfig struct {
 	demandRetention    time.Duration
 	probe              registry.ProbeConfig
 	benchInterval      time.Duration
+	// Keys, claims and rate limits (issue 16).
+	rateLimits     []string
+	trustedProxies []string
+	claimResolver  string
+	claimTTL       time.Duration
 }
 
 func (rc *registryConfig) flags(cmd *cobra.Command) {
@@ -56,9 +64,58 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.IntVar(&rc.probe.Budget, "endpoint-probe-budget", 600, "probes started per minute across all hosts")
 	f.IntVar(&rc.probe.DownAfter, "endpoint-probe-down-after", 3, "consecutive failed probes before an endpoint is reported down")
 	f.DurationVar(&rc.benchInterval, "bench-interval", 24*time.Hour, "run the frozen search benchmark (/bench) this often, counted from the last run (0 = only on demand: ardx bench)")
+	f.StringArrayVar(&rc.rateLimits, "registry-rate-limit", nil, "registry rate-limit bucket NAME=RATE:BURST (address, key, mint), or off (repeatable; default address=50:200, key=100:400, mint=0.0167:10, one a minute)")
+	f.StringArrayVar(&rc.trustedProxies, "registry-trusted-proxy", nil, "CIDR whose X-Forwarded-For names the client for the registry's per-address limits (repeatable)")
+	f.StringVar(&rc.claimResolver, "claim-resolver", "", "host:port of the DNS server ownership claims ask for their TXT record (default: the system resolver)")
+	f.DurationVar(&rc.claimTTL, "claim-ttl", access.DefaultClaimTTL, "how long an ownership claim's challenge may be verified")
+}
+
+// registryLimits reads --registry-rate-limit: nil (no limits) for "off",
+// the defaults with the named buckets replaced otherwise.
+func (rc *registryConfig) registryLimits() ([]web.Bucket, error) {
+	buckets := slices.Clone(registry.DefaultRateLimits)
+	for _, spec := range rc.rateLimits {
+		for _, one := range strings.Split(spec, ",") {
+			if one = strings.TrimSpace(one); one == "" {
+				continue
+			}
+			if one == "off" {
+				return nil, nil
+			}
+			b, err := web.ParseBucketSpec(one)
+			if err != nil {
+				return nil, fmt.Errorf("--registry-rate-limit: %w", err)
+			}
+			i := slices.IndexFunc(buckets, func(x web.Bucket) bool { return x.Name == b.Name })
+			if i < 0 {
+				return nil, fmt.Errorf("--registry-rate-limit %q: the buckets are address, key and mint", one)
+			}
+			buckets[i] = b
+		}
+	}
+	return buckets, nil
+}
+
+// registryProxies reads --registry-trusted-proxy.
+func (rc *registryConfig) registryProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range rc.trustedProxies {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("--registry-trusted-proxy %q: %w", s, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func (rc *registryConfig) validate() error {
+	if _, err := rc.registryLimits(); err != nil {
+		return err
+	}
+	if _, err := rc.registryProxies(); err != nil {
+		return err
+	}
 	for _, u := range rc.upstreams {
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 			return fmt.Errorf("--upstream %q: must be an http(s) base URL", u)
@@ -277,7 +334,25 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 	// it out of their demand as this registry never counts it as its own.
 	probes.Fetcher = web.NewFetcher(web.FetchOptions{AllowPrivate: c.global.allowPrivate, Resolve: stores.resolve,
 		Timeout: probes.Timeout, UserAgent: "ardx-probe/" + version + " (+" + publicURL + "/reliability)"})
+	limits, err := rc.registryLimits()
+	if err != nil {
+		ln.Close()
+		stores.close()
+		return nil, err
+	}
+	if limits == nil {
+		regLog.Warn("registry rate limiting is off (--registry-rate-limit off): for tests and local load only")
+	}
+	proxies, err := rc.registryProxies()
+	if err != nil {
+		ln.Close()
+		stores.close()
+		return nil, err
+	}
 	svc, err := registry.New(registry.Config{
+		RateLimits:         limits,
+		TrustedProxies:     proxies,
+		Claims:             access.ClaimConfig{Resolver: rc.claimResolver, TTL: rc.claimTTL},
 		Probe:              probes,
 		PublicURL:          publicURL,
 		Fetcher:            stores.ingester.Fetcher,

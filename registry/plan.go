@@ -181,10 +181,10 @@ func (s *Service) handlePlan(w http.ResponseWriter, r *http.Request, _ httproute
 		s.writeError(w, r, err)
 		return
 	}
-	viewer := s.viewer(r)
+	viewers := s.viewers(r)
 	resp := planResponse{Task: req.Task, Notice: planNotice, Method: planMethod}
 	for _, st := range plan.Decompose(req.Task, vocab) {
-		cands, err := s.planCandidates(r.Context(), st, req.Candidates, viewer)
+		cands, err := s.planCandidates(r.Context(), st, req.Candidates, viewers)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -206,12 +206,12 @@ func writeJSONBody(w http.ResponseWriter, v any) {
 // planCandidates ranks a step's candidates with the search POST /search
 // runs with federation none, for the request's viewer, and records it in
 // the demand log like one.
-func (s *Service) planCandidates(ctx context.Context, st plan.Step, n int, viewer string) ([]planCandidate, error) {
-	res, err := s.ix.Search(ctx, index.SearchRequest{Text: st.Query, Size: n, Viewer: viewer})
+func (s *Service) planCandidates(ctx context.Context, st plan.Step, n int, viewers []string) ([]planCandidate, error) {
+	res, err := s.ix.Search(ctx, index.SearchRequest{Text: st.Query, Size: n, Viewers: viewers})
 	if err != nil {
 		return nil, err
 	}
-	items, err := s.localItems(res.Hits)
+	items, err := s.localItems(res.Hits, viewers)
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +409,7 @@ func (s *Service) planVocabulary(ctx context.Context) (*plan.Vocabulary, error) 
 	if pv.vocab != nil && quiet && pv.gen == gen {
 		return pv.vocab, nil
 	}
-	facets, err := s.ix.Facets(ctx, "", nil, "", []index.FacetRequest{
+	facets, err := s.ix.Facets(ctx, "", nil, nil, []index.FacetRequest{
 		{Field: "capabilities", Limit: planVocabularySize}, {Field: "tags", Limit: planVocabularySize},
 	})
 	if err != nil {

@@ -121,7 +121,7 @@ func TestPlanInvalid(t *testing.T) {
 
 // TestPlanPrivate: a private entry is a candidate only for its owner.
 func TestPlanPrivate(t *testing.T) {
-	viewer := func(r *http.Request) string { return r.Header.Get("X-Test-Viewer") }
+	viewer := func(r *http.Request) []string { return []string{r.Header.Get("X-Test-Viewer")} }
 	f := newTestServer(t, registry.Config{Viewer: viewer}, nil)
 	loadPrivate(t, f, "corp.test", `{"identifier":"urn:air:corp.test:payroll","displayName":"Payroll Runner","type":"application/mcp-server-card+json","url":"https://corp.test/card.json","description":"Runs the monthly payroll.","representativeQueries":["run payroll"]}`)
 	for _, tc := range []struct {

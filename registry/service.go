@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/internal/gencache"
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry/access"
 	"github.com/ardx-dev/ardx/registry/sources"
 	"github.com/ardx-dev/ardx/web"
 )
@@ -62,10 +65,21 @@ type Config struct {
 	// discovered registry is a publisher's claim, so the operator opts in
 	// host by host.
 	FederateDiscovered []string
-	// Viewer names the domain whose private entries a request may see ("" for
-	// public entries only). nil sees public entries only. Domain keys
-	// (Authorization: Bearer) plug in here; tests use it as the internal viewer.
-	Viewer func(*http.Request) string
+	// Viewer overrides the owner tags whose private entries a request may
+	// see. nil (production) means the caller's key: the tags of the domains
+	// its account holds by claim (access.Caller.Viewers). Tests set it to
+	// reach private entries stored without an account.
+	Viewer func(*http.Request) []string
+	// RateLimits are the request limits, buckets named BucketAddress,
+	// BucketKey and BucketMint; a bucket left out is unlimited. nil (library
+	// users, tests) limits nothing; the commands pass DefaultRateLimits.
+	RateLimits []web.Bucket
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// for the per-address limits.
+	TrustedProxies []netip.Prefix
+	// Claims configures ownership proofs: the DNS resolver address, the
+	// challenge lifetime. Its Fetcher defaults to the service's Fetcher.
+	Claims access.ClaimConfig
 	// DemandRetention is how long the demand log keeps each search record;
 	// zero means 90 days. The daily aggregates /stats reads are kept.
 	DemandRetention time.Duration
@@ -90,6 +104,10 @@ type Service struct {
 	breakers  breakers
 	tokens    tokenSealer
 	demand    *demandWriter
+	access    *access.Store                   // accounts, keys, claims, private entries
+	limiter   *web.Limiter                    // per key and per address
+	usage     usageCounter                    // metered requests per account, today
+	meParts   []mePart                        // further members of an account's GET /me
 	responses *gencache.Cache[cachedResponse] // rendered local search responses
 	bodies    *gencache.Cache[kv.EntryBody]   // entries of recent results
 	openapi   []byte
@@ -154,6 +172,7 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 		problems: web.Problems{BaseURL: cfg.PublicURL, Logger: cfg.Logger, ARD: true},
 		client:   cfg.HTTPClient,
 		tokens:   tokenSealer{key: cfg.TokenKey, now: cfg.Now},
+		access:   access.New(db, cfg.Now),
 	}
 	if s.client == nil {
 		s.client = defaultUpstreamClient()
@@ -198,6 +217,17 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 		s.fetcher = web.NewFetcher(web.FetchOptions{})
 	}
 	s.reader = sources.NewReader(s.fetcher, s.log)
+	if cfg.Claims.Fetcher == nil {
+		cfg.Claims.Fetcher = s.fetcher
+	}
+	s.access.ConfigureClaims(cfg.Claims)
+	if cfg.RateLimits != nil {
+		lim, err := web.NewLimiter(cfg.RateLimits, web.LimiterOptions{TrustedProxies: cfg.TrustedProxies, Now: cfg.Now})
+		if err != nil {
+			return nil, fmt.Errorf("registry: rate limits: %w", err)
+		}
+		s.limiter = lim
+	}
 	s.discovered.allow = map[string]bool{}
 	for _, h := range cfg.FederateDiscovered {
 		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
@@ -260,6 +290,13 @@ func (s *Service) routeTable() []route {
 		{http.MethodGet, "/bench", s.handleBench},
 		{http.MethodGet, "/bench.json", s.handleBenchJSON},
 		{http.MethodGet, "/bench/tasks.json", s.handleBenchTasks},
+		{http.MethodPost, "/claim", s.handleClaim},
+		{http.MethodPost, "/claim/verify", s.handleClaimVerify},
+		{http.MethodGet, "/private/entries", s.handlePrivateList},
+		{http.MethodPost, "/private/entries", s.handlePrivateRegister},
+		{http.MethodDelete, "/private/entries", s.handlePrivateDelete},
+		{http.MethodGet, "/me", s.handleMe},
+		{http.MethodPost, "/keys/rotate", s.handleKeyRotate},
 	}
 }
 
@@ -270,7 +307,7 @@ func (s *Service) routeTable() []route {
 func (s *Service) routes() http.Handler {
 	r := httprouter.New()
 	for _, rt := range s.routeTable() {
-		handle := rt.handle
+		handle := s.limited(rt.method+" "+rt.path, rt.handle)
 		if rt.method != http.MethodGet {
 			handle = s.bodyOnly(handle)
 		}
@@ -291,6 +328,7 @@ func (s *Service) routes() http.Handler {
 		web.WithRecover(s.problems),
 		withCORS,
 		web.WithBodyLimit(maxBodyBytes),
+		s.withCaller,
 	)
 }
 
@@ -312,7 +350,7 @@ func withCORS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", "*")
-		h.Set("Access-Control-Expose-Headers", "Retry-After, X-Request-Id")
+		h.Set("Access-Control-Expose-Headers", "Retry-After, X-Request-Id, RateLimit, RateLimit-Policy")
 		next.ServeHTTP(w, r)
 	})
 }
@@ -326,12 +364,33 @@ func preflight(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// viewer is the domain whose private entries r may see ("" for none).
-func (s *Service) viewer(r *http.Request) string {
-	if s.cfg.Viewer == nil {
-		return ""
+// viewers are the owner tags whose private entries r may see, sorted
+// (nil for none): the caller's claimed domains, or Config.Viewer's answer.
+func (s *Service) viewers(r *http.Request) []string {
+	var vs []string
+	if s.cfg.Viewer != nil {
+		for _, v := range s.cfg.Viewer(r) {
+			if v = strings.ToLower(strings.TrimSpace(v)); v != "" {
+				vs = append(vs, v)
+			}
+		}
+	} else {
+		vs = s.caller(r).Viewers()
 	}
-	return strings.ToLower(strings.TrimSpace(s.cfg.Viewer(r)))
+	slices.Sort(vs)
+	return slices.Compact(vs)
+}
+
+// mayView reports whether an entry stored under owner may be shown to a
+// caller with viewers: public entries always, private ones to their
+// owner's tag only. Every private result passes it after the index's own
+// filter, so a stale cache or index can never show one to another key.
+func mayView(owner string, viewers []string) bool {
+	if owner == "" {
+		return true
+	}
+	_, ok := slices.BinarySearch(viewers, strings.ToLower(owner))
+	return ok
 }
 
 // defaultUpstreamClient bounds every phase of an upstream call; the
@@ -359,6 +418,9 @@ func defaultUpstreamClient() *http.Client {
 // refusals are the caller's input (422), everything else goes through
 // web.Problems (problems as they are, body errors to 400/413, the rest 500).
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if p, ok := s.accessProblem(err); ok {
+		err = p
+	}
 	switch {
 	case errors.Is(err, index.ErrUnknownFilterKey):
 		err = s.problems.Invalid(err.Error(), web.FieldError{Field: "query.filter", Message: err.Error()})
