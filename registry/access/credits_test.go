@@ -1,0 +1,202 @@
+package access_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ardx-dev/ardx/registry/access"
+	"github.com/ardx-dev/ardx/registry/access/x402pay"
+)
+
+const (
+	testAsset = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+	testPayTo = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+	testPayer = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+)
+
+// fakeFacilitator answers /supported, /verify and /settle as a facilitator
+// does: settle is once per body (a repeat replays the outcome); a payload
+// whose signature ends in "bad" is invalid.
+type fakeFacilitator struct {
+	mu             sync.Mutex
+	verifies       int
+	settles        map[string]int // body hash → settle calls
+	transfers      int
+	lastVerifyBody []byte
+}
+
+func newFakeFacilitator(t *testing.T) (*fakeFacilitator, *httptest.Server) {
+	f := &fakeFacilitator{settles: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		bad := strings.Contains(string(body), `bad"`)
+		switch r.URL.Path {
+		case "/supported":
+			io.WriteString(w, `{"kinds":[{"x402Version":2,"scheme":"exact","network":"eip155:1337"}],"networks":{"eip155:1337":{"available":true,"network":"eip155:1337","asset":"`+testAsset+`","eip712":{"name":"USDC","version":"2"},"decimals":6}}}`)
+		case "/verify":
+			f.verifies++
+			f.lastVerifyBody = body
+			if bad {
+				io.WriteString(w, `{"isValid":false,"invalidReason":"invalid_exact_evm_payload_signature"}`)
+				return
+			}
+			io.WriteString(w, `{"isValid":true,"payer":"`+testPayer+`"}`)
+		case "/settle":
+			sum := sha256.Sum256(body)
+			k := hex.EncodeToString(sum[:])
+			f.settles[k]++
+			if bad {
+				io.WriteString(w, `{"success":false,"errorReason":"invalid_exact_evm_payload_signature","transaction":"","network":"eip155:1337"}`)
+				return
+			}
+			if f.settles[k] == 1 {
+				f.transfers++
+			}
+			io.WriteString(w, `{"success":true,"transaction":"0x`+k+`","network":"eip155:1337","payer":"`+testPayer+`"}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return f, srv
+}
+
+// paymentHeader builds a v2 PAYMENT-SIGNATURE value for the offer, as a
+// client would after signing (the fake facilitator does not check the
+// signature bytes).
+func paymentHeader(t *testing.T, o x402pay.Offer, nonce byte, sig string) string {
+	t.Helper()
+	p := x402pay.PayloadV2{
+		X402Version: 2, Resource: &o.Resource, Accepted: o.V2,
+		Payload: x402pay.ExactPayload{Signature: sig, Authorization: &x402pay.Authorization{
+			From: testPayer, To: o.V2.PayTo, Value: o.V2.Amount, ValidAfter: "0", ValidBefore: "4102444800",
+			Nonce: "0x" + strings.Repeat("0", 62) + hex.EncodeToString([]byte{nonce}),
+		}},
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+var goodSig = "0x" + strings.Repeat("ab", 65)
+
+func decode(t *testing.T, o x402pay.Offer, header string) x402pay.Payment {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, "/credits", nil)
+	r.Header.Set(x402pay.HeaderPaymentSignature, header)
+	p, err := x402pay.DecodePayment(r, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestCreditsBuyOnce: a payment buys its credits once; sending it again
+// (a retry, a replay) credits nothing more and calls the facilitator no
+// more than settle's own replay; an invalid payment credits nothing.
+func TestCreditsBuyOnce(t *testing.T) {
+	db := mustOpenDB(t)
+	fac, srv := newFakeFacilitator(t)
+	c := &access.Credits{DB: db, Merchant: &x402pay.Merchant{FacilitatorURL: srv.URL, Network: "eip155:1337", PayTo: testPayTo}}
+	ctx := context.Background()
+	o, err := c.Offer(ctx, "http://registry.test/credits", 19000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.V2.Amount != "19000000" || o.V2.Asset != testAsset || o.V2.Extra.Name != "USDC" || o.V1 != nil {
+		t.Fatalf("offer: %+v", o)
+	}
+	pay := decode(t, o, paymentHeader(t, o, 1, goodSig))
+	out, err := c.Buy(ctx, "acct", 19000, pay)
+	if err != nil || out.Refused != "" || out.Replayed || !out.Settlement.Success || out.Entry.Balance != 19000 {
+		t.Fatalf("buy: %+v %v", out, err)
+	}
+	for range 3 {
+		again, err := c.Buy(ctx, "acct", 19000, pay)
+		if err != nil || !again.Replayed || again.Settlement.Transaction != out.Settlement.Transaction {
+			t.Fatalf("replay: %+v %v", again, err)
+		}
+	}
+	if bal, _ := db.CreditBalance("acct"); bal != 19000 {
+		t.Fatalf("balance %d after replays", bal)
+	}
+	if fac.transfers != 1 || fac.verifies != 1 {
+		t.Fatalf("transfers %d verifies %d", fac.transfers, fac.verifies)
+	}
+	// The same payment sent by another account buys it nothing.
+	if other, err := c.Buy(ctx, "thief", 19000, pay); err != nil || other.Refused == "" {
+		t.Fatalf("another account's replay: %+v %v", other, err)
+	}
+	if bal, _ := db.CreditBalance("thief"); bal != 0 {
+		t.Fatalf("thief balance %d", bal)
+	}
+	// An invalid payment: refused, nothing credited, nothing settled.
+	badPay := decode(t, o, paymentHeader(t, o, 3, goodSig))
+	badPay.Body = []byte(strings.Replace(string(badPay.Body), goodSig+`"`, goodSig+`bad"`, 1))
+	if out, err := c.Buy(ctx, "acct", 19000, badPay); err != nil || out.Refused == "" {
+		t.Fatalf("invalid payment: %+v %v", out, err)
+	}
+	if bal, _ := db.CreditBalance("acct"); bal != 19000 {
+		t.Fatalf("balance %d after an invalid payment", bal)
+	}
+}
+
+// TestCreditsRetryAfterLostAnswer: a payment whose settlement went through
+// but whose credit was never written (a crash between the two) is credited
+// by its retry, once, through /settle's replay and without /verify (which
+// would call the spent authorization invalid).
+func TestCreditsRetryAfterLostAnswer(t *testing.T) {
+	db := mustOpenDB(t)
+	fac, srv := newFakeFacilitator(t)
+	m := &x402pay.Merchant{FacilitatorURL: srv.URL, Network: "eip155:1337", PayTo: testPayTo}
+	c := &access.Credits{DB: db, Merchant: m}
+	ctx := context.Background()
+	o, _ := c.Offer(ctx, "http://registry.test/credits", 1000)
+	pay := decode(t, o, paymentHeader(t, o, 7, goodSig))
+	// The first attempt: intent recorded, verified, settled, then "crash".
+	if _, _, err := db.BindCreditIntent(pay.Ref, kvIntent("acct", pay)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Settle(ctx, pay); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Buy(ctx, "acct", 1000, pay)
+	if err != nil || !out.Settlement.Success || out.Entry.Balance != 1000 {
+		t.Fatalf("retry: %+v %v", out, err)
+	}
+	if fac.verifies != 0 || fac.transfers != 1 {
+		t.Fatalf("verifies %d transfers %d", fac.verifies, fac.transfers)
+	}
+}
+
+func TestCreditsPrice(t *testing.T) {
+	c := &access.Credits{PerDollar: 1000}
+	for _, tc := range []struct {
+		n    int64
+		want int64
+		ok   bool
+	}{{19000, 19_000_000, true}, {1, 1000, true}, {0, 0, false}, {-5, 0, false}, {10_000_001, 0, false}} {
+		got, err := c.Price(tc.n)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("Price(%d) = %d, %v", tc.n, got, err)
+		}
+	}
+	c.PerDollar = 3
+	if _, err := c.Price(1); err == nil {
+		t.Error("a price of a third of a micro-dollar accepted")
+	}
+}
