@@ -19,7 +19,7 @@ const (
 // Counts cover the full matched set, not a page. Values below MinCount are
 // folded into Other, which counts the matched values not shown in Buckets
 // (bleve counts values, so a doc with two tags counts in two places).
-func (ix *Index) Facets(ctx context.Context, text string, filter Filter, viewer string, reqs []FacetRequest) (map[string]Facet, error) {
+func (ix *Index) Facets(ctx context.Context, text string, filter Filter, viewers []string, reqs []FacetRequest) (map[string]Facet, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (ix *Index) Facets(ctx context.Context, text string, filter Filter, viewer 
 		if err != nil {
 			return nil, err
 		}
-		m, err := ix.matchQuery(ctx, r, gen, text, filter, viewer)
+		m, err := ix.matchQuery(ctx, r, gen, text, filter, viewers)
 		_ = r.Close()
 		if err != nil {
 			return nil, err

@@ -45,7 +45,7 @@ func TestFacets(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			fs, err := ix.Facets(t.Context(), tc.text, tc.filter, "", []index.FacetRequest{tc.req})
+			fs, err := ix.Facets(t.Context(), tc.text, tc.filter, nil, []index.FacetRequest{tc.req})
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tc.wantErr)

@@ -44,7 +44,7 @@ func FuzzSearch(f *testing.F) {
 				t.Fatalf("score %d", h.Score)
 			}
 		}
-		if _, err := ix.Facets(t.Context(), text, filter, value, []index.FacetRequest{{Field: facet}}); err != nil && (!errors.Is(err, index.ErrUnknownFilterKey) || index.FilterKey(facet)) {
+		if _, err := ix.Facets(t.Context(), text, filter, []string{value}, []index.FacetRequest{{Field: facet}}); err != nil && (!errors.Is(err, index.ErrUnknownFilterKey) || index.FilterKey(facet)) {
 			t.Fatalf("facets %q: %v", facet, err)
 		}
 		if _, err := ix.List(t.Context(), index.ListRequest{DisplayName: []string{text}, Types: []string{value}, Size: 5}); err != nil {

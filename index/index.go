@@ -59,7 +59,9 @@ type SearchRequest struct {
 	Filter Filter
 	From   int // offset into the ranking
 	Size   int
-	Viewer string // the caller's domain: private entries of this owner are included; "" sees public only
+	// Viewers are the owners whose private entries are included (the
+	// caller's); nil sees public entries only.
+	Viewers []string
 	// Count asks for Total. Counting visits every match, where ranking
 	// alone skips those that cannot reach the page.
 	Count bool
@@ -114,7 +116,7 @@ type ListRequest struct {
 	OrderBy      []Order  // identifier is always appended as the final tie-break
 	After        []string // the Next of the previous page
 	Size         int
-	Viewer       string
+	Viewers      []string // owners whose private entries are included
 }
 
 // ListResult is one page of a listing.

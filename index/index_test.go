@@ -261,24 +261,27 @@ func TestPrivateVisibility(t *testing.T) {
 	mustPut(t, ix, fixture())
 	const private = "urn:ai:acme.internal:weather-cache"
 	tests := []struct {
-		viewer string
+		viewer []string
 		want   bool
 	}{
-		{"", false},
-		{"other.example", false},
-		{"acme.internal", true},
-		{"ACME.internal", true},
+		{nil, false},
+		{[]string{""}, false},
+		{[]string{"other.example"}, false},
+		{[]string{"acme.internal"}, true},
+		{[]string{"ACME.internal"}, true},
+		{[]string{"a.example", "acme.internal", "other.example"}, true},
+		{[]string{"a.example", "acme.internal.example", "other.example"}, false},
 	}
 	for _, tc := range tests {
-		t.Run(fmt.Sprintf("viewer=%q", tc.viewer), func(t *testing.T) {
-			ids, _ := searchIDs(t, ix, index.SearchRequest{Text: "weather", Viewer: tc.viewer, Size: 50})
+		t.Run(fmt.Sprintf("viewers=%q", tc.viewer), func(t *testing.T) {
+			ids, _ := searchIDs(t, ix, index.SearchRequest{Text: "weather", Viewers: tc.viewer, Size: 50})
 			if got := slices.Contains(ids, private); got != tc.want {
 				t.Errorf("search: private visible = %v, want %v (%v)", got, tc.want, ids)
 			}
 			if !slices.Contains(ids, "urn:ai:weather.example:forecast") {
 				t.Errorf("search: public doc missing for viewer %q", tc.viewer)
 			}
-			lr, err := ix.List(t.Context(), index.ListRequest{Viewer: tc.viewer, Size: 50})
+			lr, err := ix.List(t.Context(), index.ListRequest{Viewers: tc.viewer, Size: 50})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -384,7 +387,7 @@ func TestRelevanceCutoff(t *testing.T) {
 	if total != 3 || len(ids) != 3 {
 		t.Fatalf("geocoding service: %d hits, total %d; want the 3 geocoding docs only", len(ids), total)
 	}
-	fs, err := ix.Facets(t.Context(), "geocoding service", nil, "", []index.FacetRequest{{Field: "type"}})
+	fs, err := ix.Facets(t.Context(), "geocoding service", nil, nil, []index.FacetRequest{{Field: "type"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,8 +423,8 @@ func TestPrivateArrivesLater(t *testing.T) {
 	mustPut(t, ix, public)
 	visible := func(ix *index.Index, viewer string) bool {
 		t.Helper()
-		ids, _ := searchIDs(t, ix, index.SearchRequest{Text: "weather", Viewer: viewer, Size: 50})
-		fs, err := ix.Facets(t.Context(), "", nil, viewer, []index.FacetRequest{{Field: "publisher"}})
+		ids, _ := searchIDs(t, ix, index.SearchRequest{Text: "weather", Viewers: []string{viewer}, Size: 50})
+		fs, err := ix.Facets(t.Context(), "", nil, []string{viewer}, []index.FacetRequest{{Field: "publisher"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -72,7 +72,7 @@ func (ix *Index) List(ctx context.Context, req ListRequest) (ListResult, error) 
 	if len(filters) > 0 {
 		q = query.NewConjunctionQuery(filters)
 	}
-	q = withFilters(q, hiddenQuery(req.Viewer), nil)
+	q = withFilters(q, hiddenQuery(req.Viewers), nil)
 	sr := bleve.NewSearchRequestOptions(q, size+1, 0, false)
 	sr.Score = bleve.ScoreNone
 	sr.SortByCustom(order)

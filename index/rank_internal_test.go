@@ -114,7 +114,7 @@ func bleveRanking(t testing.TB, ix *Index, req SearchRequest) ([]Hit, uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := ix.matchQuery(context.Background(), r, gen, req.Text, req.Filter, req.Viewer)
+	m, err := ix.matchQuery(context.Background(), r, gen, req.Text, req.Filter, req.Viewers)
 	_ = r.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestRankTextMatchesBleve(t *testing.T) {
 			req.Filter = Filter{"tags": {vocab[zipf.Uint64()], vocab[zipf.Uint64()]}, "type": {"application/a2a-agent-card+json", "application/vnd.skill+json"}}
 		}
 		if rng.IntN(3) == 0 {
-			req.Viewer = "a.test"
+			req.Viewers = []string{"a.test"}
 		}
 		want, wantTotal := bleveRanking(t, ix, req)
 		for _, count := range []bool{false, true} {
@@ -221,7 +221,7 @@ func scoredMatches(t testing.TB, ix *Index, req SearchRequest) uint64 {
 	}
 	defer r.Close()
 	ctx := context.Background()
-	m, err := ix.matchQuery(ctx, r, gen, req.Text, req.Filter, req.Viewer)
+	m, err := ix.matchQuery(ctx, r, gen, req.Text, req.Filter, req.Viewers)
 	if err != nil {
 		t.Fatal(err)
 	}

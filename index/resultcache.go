@@ -27,7 +27,10 @@ func resultKey(req SearchRequest, from, size int) string {
 	var b strings.Builder
 	b.WriteString(req.Text)
 	b.WriteByte(0)
-	b.WriteString(req.Viewer)
+	for _, v := range req.Viewers {
+		b.WriteString(v)
+		b.WriteByte(1)
+	}
 	b.WriteByte(0)
 	b.WriteString(strconv.Itoa(from))
 	b.WriteByte(0)

@@ -46,7 +46,7 @@ func TestRepeatedSearchesFollowWrites(t *testing.T) {
 	}
 	private := index.Doc{ID: "urn:air:own.example:weather", Name: "weather forecast", Description: "weather forecast", Type: "mcp", Owner: "own.example"}
 	mustPut(t, ix, []index.Doc{private})
-	owner, _ := searchIDs(t, ix, index.SearchRequest{Text: "weather forecast", Viewer: "own.example"})
+	owner, _ := searchIDs(t, ix, index.SearchRequest{Text: "weather forecast", Viewers: []string{"own.example"}})
 	anon, _ := searchIDs(t, ix, weather)
 	if !slices.Contains(owner, private.ID) || slices.Contains(anon, private.ID) {
 		t.Fatalf("owner sees %v, anonymous sees %v", owner, anon)

@@ -94,7 +94,7 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 		return SearchResult{}, matched{}, err
 	}
 	defer r.Close()
-	m, err := ix.matchQuery(ctx, r, gen, req.Text, req.Filter, req.Viewer)
+	m, err := ix.matchQuery(ctx, r, gen, req.Text, req.Filter, req.Viewers)
 	if err != nil {
 		return SearchResult{}, m, err
 	}
@@ -202,7 +202,7 @@ func (ix *Index) privateRace(m matched) bool {
 // matchQuery builds the query shared by Search and Facets: the text match
 // (with the relevance cutoff), the visibility rule and the filters. r is a
 // snapshot opened after gen was read.
-func (ix *Index) matchQuery(ctx context.Context, r bleveindex.IndexReader, gen uint64, text string, f Filter, viewer string) (matched, error) {
+func (ix *Index) matchQuery(ctx context.Context, r bleveindex.IndexReader, gen uint64, text string, f Filter, viewers []string) (matched, error) {
 	filters, err := filterQueries(f)
 	if err != nil {
 		return matched{}, err
@@ -218,7 +218,7 @@ func (ix *Index) matchQuery(ctx context.Context, r bleveindex.IndexReader, gen u
 	// With no private doc in the index, the must-not is left out: it costs
 	// a boolean searcher around every query, a step per matching doc.
 	if !m.public {
-		m.hidden = hiddenQuery(viewer)
+		m.hidden = hiddenQuery(viewers)
 	}
 	if strings.TrimSpace(text) == "" {
 		m.unranked = true
@@ -426,21 +426,26 @@ func (ix *Index) analyseQuery(text string) []string {
 	return terms
 }
 
-// hiddenQuery matches the private docs viewer may not see: every private
-// doc for an anonymous viewer, else those owned by someone else. Searches
+// hiddenQuery matches the private docs viewers may not see: every private
+// doc for an anonymous caller, else those owned by none of viewers. Searches
 // exclude it with a must-not.
-func hiddenQuery(viewer string) query.Query {
+func hiddenQuery(viewers []string) query.Query {
 	private := query.NewTermQuery(privateMarker)
 	private.SetField(fieldPrivate)
-	viewer = normaliseValue(fieldOwner, viewer)
-	if viewer == "" {
+	var own []query.Query
+	for _, v := range viewers {
+		if v = normaliseValue(fieldOwner, v); v != "" {
+			t := query.NewTermQuery(v)
+			t.SetField(fieldOwner)
+			own = append(own, t)
+		}
+	}
+	if len(own) == 0 {
 		return private
 	}
-	own := query.NewTermQuery(viewer)
-	own.SetField(fieldOwner)
 	bq := query.NewBooleanQuery(nil, nil, nil)
 	bq.Must = private
-	bq.AddMustNot(own)
+	bq.AddMustNot(own...)
 	return bq
 }
 

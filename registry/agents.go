@@ -159,7 +159,7 @@ func (s *Service) handleAgent(w http.ResponseWriter, r *http.Request, _ httprout
 	vis := visPublic
 	if ok && e.Owner != "" {
 		vis = visPrivate
-		if v := s.viewer(r); v == "" || v != strings.ToLower(e.Owner) {
+		if !mayView(e.Owner, s.viewers(r)) {
 			ok = false
 		}
 	}

@@ -26,7 +26,7 @@ const privateEntry = `{"identifier":"urn:air:acme.test:internal:billing","displa
 // the internal hook domain keys will plug into.
 func newRulesServer(t *testing.T) *fixture {
 	t.Helper()
-	f := newTestServer(t, registry.Config{Viewer: func(r *http.Request) string { return r.Header.Get("X-Test-Viewer") }}, nil)
+	f := newTestServer(t, registry.Config{Viewer: func(r *http.Request) []string { return []string{r.Header.Get("X-Test-Viewer")} }}, nil)
 	loadEntries(t, f.db, f.ix, "squatter", []string{
 		`{"identifier":"urn:air:squat.test:tool","displayName":"Squat Tool","type":"application/mcp-server-card+json","url":"https://squat.test/card.json","description":"weather squatter","score":100,"sourc\u0065":"https://evil.test","visibility":"private","representativeQueries":["weather squat","squat tool"]}`,
 	})

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/internal/gencache"
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry/access"
 	"github.com/ardx-dev/ardx/registry/sources"
 	"github.com/ardx-dev/ardx/web"
 )
@@ -62,10 +64,11 @@ type Config struct {
 	// discovered registry is a publisher's claim, so the operator opts in
 	// host by host.
 	FederateDiscovered []string
-	// Viewer names the domain whose private entries a request may see ("" for
-	// public entries only). nil sees public entries only. Domain keys
-	// (Authorization: Bearer) plug in here; tests use it as the internal viewer.
-	Viewer func(*http.Request) string
+	// Viewer overrides the owner tags whose private entries a request may
+	// see. nil (production) means the caller's key: the tags of the domains
+	// its account holds by claim (access.Caller.Viewers). Tests set it to
+	// reach private entries stored without an account.
+	Viewer func(*http.Request) []string
 	// DemandRetention is how long the demand log keeps each search record;
 	// zero means 90 days. The daily aggregates /stats reads are kept.
 	DemandRetention time.Duration
@@ -87,6 +90,7 @@ type Service struct {
 	breakers  breakers
 	tokens    tokenSealer
 	demand    *demandWriter
+	access    *access.Store                   // accounts, keys, claims, private entries
 	responses *gencache.Cache[cachedResponse] // rendered local search responses
 	bodies    *gencache.Cache[kv.EntryBody]   // entries of recent results
 	openapi   []byte
@@ -148,6 +152,7 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 		problems: web.Problems{BaseURL: cfg.PublicURL, Logger: cfg.Logger, ARD: true},
 		client:   cfg.HTTPClient,
 		tokens:   tokenSealer{key: cfg.TokenKey, now: cfg.Now},
+		access:   access.New(db, cfg.Now),
 	}
 	if s.client == nil {
 		s.client = defaultUpstreamClient()
@@ -281,6 +286,7 @@ func (s *Service) routes() http.Handler {
 		web.WithRecover(s.problems),
 		withCORS,
 		web.WithBodyLimit(maxBodyBytes),
+		s.withCaller,
 	)
 }
 
@@ -316,12 +322,33 @@ func preflight(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// viewer is the domain whose private entries r may see ("" for none).
-func (s *Service) viewer(r *http.Request) string {
-	if s.cfg.Viewer == nil {
-		return ""
+// viewers are the owner tags whose private entries r may see, sorted
+// (nil for none): the caller's claimed domains, or Config.Viewer's answer.
+func (s *Service) viewers(r *http.Request) []string {
+	var vs []string
+	if s.cfg.Viewer != nil {
+		for _, v := range s.cfg.Viewer(r) {
+			if v = strings.ToLower(strings.TrimSpace(v)); v != "" {
+				vs = append(vs, v)
+			}
+		}
+	} else {
+		vs = s.caller(r).Viewers()
 	}
-	return strings.ToLower(strings.TrimSpace(s.cfg.Viewer(r)))
+	slices.Sort(vs)
+	return slices.Compact(vs)
+}
+
+// mayView reports whether an entry stored under owner may be shown to a
+// caller with viewers: public entries always, private ones to their
+// owner's tag only. Every private result passes it after the index's own
+// filter, so a stale cache or index can never show one to another key.
+func mayView(owner string, viewers []string) bool {
+	if owner == "" {
+		return true
+	}
+	_, ok := slices.BinarySearch(viewers, strings.ToLower(owner))
+	return ok
 }
 
 // defaultUpstreamClient bounds every phase of an upstream call; the

@@ -118,7 +118,7 @@ func (s *Service) handleStats(w http.ResponseWriter, r *http.Request, _ httprout
 
 	// Counted over the index as an anonymous caller sees it, so private
 	// entries and their types stay out of public numbers.
-	facets, err := s.ix.Facets(r.Context(), "", nil, "", []index.FacetRequest{{Field: "type", Limit: maxStatsTypes, MinCount: 1}})
+	facets, err := s.ix.Facets(r.Context(), "", nil, nil, []index.FacetRequest{{Field: "type", Limit: maxStatsTypes, MinCount: 1}})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
