@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -75,6 +76,16 @@ type Config struct {
 	// Probe configures the probing of indexed endpoints (StartProbes) and
 	// the window of the reports read from it.
 	Probe ProbeConfig
+	// Payments configures the sale of credits (GET /x402, POST /credits);
+	// the zero value sells none. SetPayments sets it after New.
+	Payments PaymentsConfig
+	// MonitorInterval is how often monitoring charges run and the alert
+	// outbox is filled and delivered; zero means 10 s, negative never
+	// (tests drive RunMonitoring).
+	MonitorInterval time.Duration
+	// WebhookFetcher posts monitoring alerts; nil means web.NewFetcher
+	// refusing private addresses and redirects, 10 s, 64 KiB answers.
+	WebhookFetcher *web.Fetcher
 }
 
 // Service is the registry's HTTP service. Create it with New, serve
@@ -105,6 +116,12 @@ type Service struct {
 	discovered discoveredCache
 	prober     *prober
 	survey     surveyCache
+
+	// Monitoring and credits (registry/access).
+	credits     atomic.Pointer[access.Credits] // swapped by SetPayments
+	monitor     *access.Monitor
+	alerts      *access.Alerts
+	stopMonitor func(context.Context) error
 }
 
 // upstream is one registry federation=auto may ask.
@@ -209,6 +226,9 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 		return nil, err
 	}
 	s.demand = newDemandWriter(db, s.log, s.cfg.Now, cfg.DemandRetention)
+	if err := s.initMonitoring(); err != nil {
+		return nil, err
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -225,7 +245,7 @@ func (s *Service) Flush(ctx context.Context) error { return s.demand.flush(ctx) 
 // recorded.
 func (s *Service) Close(ctx context.Context) error {
 	s.breakers.close()
-	return errors.Join(s.prober.sched.Close(ctx), s.demand.close(ctx))
+	return errors.Join(s.stopMonitor(ctx), s.prober.sched.Close(ctx), s.demand.close(ctx))
 }
 
 // route is one method and path of the API.
@@ -255,6 +275,11 @@ func (s *Service) routeTable() []route {
 		{http.MethodGet, "/reliability", s.handleReliability},
 		{http.MethodGet, "/feed/changes", s.handleFeedChanges},
 		{http.MethodGet, "/state-of-mcp", s.handleStateOfMCP},
+		{http.MethodGet, "/x402", s.handleX402},
+		{http.MethodPost, "/credits", s.handleCreditsBuy},
+		{http.MethodPost, "/monitoring/start", s.handleMonitoringStart},
+		{http.MethodPost, "/monitoring/stop", s.handleMonitoringStop},
+		{http.MethodGet, "/monitoring/mine", s.handleMonitoringMine},
 	}
 }
 
@@ -317,7 +342,7 @@ func withCORS(next http.Handler) http.Handler {
 func preflight(w http.ResponseWriter, _ *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", h.Get("Allow"))
-	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, PAYMENT-SIGNATURE, X-PAYMENT")
 	h.Set("Access-Control-Max-Age", "86400")
 	w.WriteHeader(http.StatusNoContent)
 }
