@@ -34,6 +34,8 @@ type registryConfig struct {
 	crawlInterval      time.Duration
 	demandRetention    time.Duration
 	probe              registry.ProbeConfig
+	// payments sells credits through a facilitator (see registry.PaymentsConfig).
+	payments registry.PaymentsConfig
 }
 
 func (rc *registryConfig) flags(cmd *cobra.Command) {
@@ -54,6 +56,10 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.DurationVar(&rc.probe.HostGap, "endpoint-probe-host-gap", 2*time.Second, "least time between two probes of one host")
 	f.IntVar(&rc.probe.Budget, "endpoint-probe-budget", 600, "probes started per minute across all hosts")
 	f.IntVar(&rc.probe.DownAfter, "endpoint-probe-down-after", 3, "consecutive failed probes before an endpoint is reported down")
+	f.StringVar(&rc.payments.FacilitatorURL, "facilitator-url", "", "x402 facilitator the registry calls (/verify, /settle) to sell credits (default under serve: the built-in facilitator; empty under registry: no credits sold)")
+	f.StringVar(&rc.payments.PayTo, "pay-to", "", "address that receives credit payments (default under serve with the dev chain: its merchant account)")
+	f.StringVar(&rc.payments.Network, "pay-network", "", "network credits are paid on, CAIP-2 id or v1 name (default under serve: the facilitator's first network)")
+	f.Int64Var(&rc.payments.CreditsPerDollar, "credits-per-dollar", 1000, "credits one dollar buys (a month of monitoring is 19,000 credits)")
 }
 
 func (rc *registryConfig) validate() error {
@@ -78,6 +84,12 @@ func (rc *registryConfig) validate() error {
 	}
 	if rc.demandRetention <= 0 {
 		return fmt.Errorf("--demand-retention must be positive")
+	}
+	if rc.payments.CreditsPerDollar < 1 || rc.payments.CreditsPerDollar > 1_000_000 {
+		return fmt.Errorf("--credits-per-dollar must be from 1 to 1,000,000")
+	}
+	if p := rc.payments; p.FacilitatorURL != "" && (p.PayTo == "" || p.Network == "") {
+		return fmt.Errorf("--facilitator-url needs --pay-to and --pay-network")
 	}
 	switch p := rc.probe; {
 	case p.Interval < 0:
@@ -282,6 +294,7 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		FederationTimeout:  rc.federationTimeout,
 		DemandRetention:    rc.demandRetention,
 		Logger:             logger,
+		Payments:           rc.payments,
 	}, stores.db, stores.ix)
 	if err != nil {
 		ln.Close()

@@ -126,11 +126,11 @@ func (db *DB) StartMonitor(m Monitor, trial bool, allow func(had []string) error
 
 // OutboxItem is one webhook delivery waiting in the outbox.
 type OutboxItem struct {
-	Seq    uint64 `json:"seq"`
+	Seq     uint64 `json:"seq"`
 	Key     string `json:"key"` // what makes it unique (the event and the subscription)
 	Account string `json:"account"`
 	Domain  string `json:"domain"`
-	URL    string `json:"url"`
+	URL     string `json:"url"`
 	// Body is the JSON posted; it is signed at each attempt.
 	Body        json.RawMessage `json:"body"`
 	CreatedAt   time.Time       `json:"createdAt"`
