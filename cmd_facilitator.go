@@ -488,15 +488,20 @@ func (c *cli) serveCmd() *cobra.Command {
 }
 
 // sellCreditsThrough points the registry's sale of credits at the built-in
-// facilitator, unless --facilitator-url named another: its first network,
-// paid to --pay-to or, on the dev chain, to the dev merchant account. The
+// facilitator, unless --facilitator-url named another: on its dev chain when
+// it runs one, else its first network, paid to --pay-to or, on the dev
+// chain, to the dev merchant account. The
 // registry still calls it over HTTP, like any merchant.
 func sellCreditsThrough(reg *runningRegistry, rf *runningFacilitator, p registry.PaymentsConfig, logger *slog.Logger) error {
 	if p.FacilitatorURL != "" {
 		return nil
 	}
 	p.FacilitatorURL = rf.srv.URL()
-	if p.Network == "" && len(rf.networks) > 0 {
+	switch {
+	case p.Network != "":
+	case rf.dev != nil:
+		p.Network = rf.dev.Network.ID()
+	case len(rf.networks) > 0:
 		p.Network = rf.networks[0].ID()
 	}
 	if p.PayTo == "" && rf.dev != nil {

@@ -58,7 +58,7 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.IntVar(&rc.probe.DownAfter, "endpoint-probe-down-after", 3, "consecutive failed probes before an endpoint is reported down")
 	f.StringVar(&rc.payments.FacilitatorURL, "facilitator-url", "", "x402 facilitator the registry calls (/verify, /settle) to sell credits (default under serve: the built-in facilitator; empty under registry: no credits sold)")
 	f.StringVar(&rc.payments.PayTo, "pay-to", "", "address that receives credit payments (default under serve with the dev chain: its merchant account)")
-	f.StringVar(&rc.payments.Network, "pay-network", "", "network credits are paid on, CAIP-2 id or v1 name (default under serve: the facilitator's first network)")
+	f.StringVar(&rc.payments.Network, "pay-network", "", "network credits are paid on, CAIP-2 id or v1 name (default under serve: the dev chain, else the facilitator's first network)")
 	f.Int64Var(&rc.payments.CreditsPerDollar, "credits-per-dollar", 1000, "credits one dollar buys (a month of monitoring is 19,000 credits)")
 }
 
