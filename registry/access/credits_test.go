@@ -2,76 +2,23 @@ package access_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ardx-dev/ardx/registry/access"
 	"github.com/ardx-dev/ardx/registry/access/x402pay"
+	"github.com/ardx-dev/ardx/registry/access/x402pay/x402paytest"
 )
 
 const (
-	testAsset = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
-	testPayTo = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
-	testPayer = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+	testPayTo = x402paytest.PayTo
+	testPayer = x402paytest.Payer
 )
-
-// fakeFacilitator answers /supported, /verify and /settle as a facilitator
-// does: settle is once per body (a repeat replays the outcome); a payload
-// whose signature ends in "bad" is invalid.
-type fakeFacilitator struct {
-	mu             sync.Mutex
-	verifies       int
-	settles        map[string]int // body hash → settle calls
-	transfers      int
-	lastVerifyBody []byte
-}
-
-func newFakeFacilitator(t *testing.T) (*fakeFacilitator, *httptest.Server) {
-	f := &fakeFacilitator{settles: map[string]int{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		bad := strings.Contains(string(body), `bad"`)
-		switch r.URL.Path {
-		case "/supported":
-			io.WriteString(w, `{"kinds":[{"x402Version":2,"scheme":"exact","network":"eip155:1337"}],"networks":{"eip155:1337":{"available":true,"network":"eip155:1337","asset":"`+testAsset+`","eip712":{"name":"USDC","version":"2"},"decimals":6}}}`)
-		case "/verify":
-			f.verifies++
-			f.lastVerifyBody = body
-			if bad {
-				io.WriteString(w, `{"isValid":false,"invalidReason":"invalid_exact_evm_payload_signature"}`)
-				return
-			}
-			io.WriteString(w, `{"isValid":true,"payer":"`+testPayer+`"}`)
-		case "/settle":
-			sum := sha256.Sum256(body)
-			k := hex.EncodeToString(sum[:])
-			f.settles[k]++
-			if bad {
-				io.WriteString(w, `{"success":false,"errorReason":"invalid_exact_evm_payload_signature","transaction":"","network":"eip155:1337"}`)
-				return
-			}
-			if f.settles[k] == 1 {
-				f.transfers++
-			}
-			io.WriteString(w, `{"success":true,"transaction":"0x`+k+`","network":"eip155:1337","payer":"`+testPayer+`"}`)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return f, srv
-}
 
 // paymentHeader builds a v2 PAYMENT-SIGNATURE value for the offer, as a
 // client would after signing (the fake facilitator does not check the
@@ -110,14 +57,14 @@ func decode(t *testing.T, o x402pay.Offer, header string) x402pay.Payment {
 // more than settle's own replay; an invalid payment credits nothing.
 func TestCreditsBuyOnce(t *testing.T) {
 	db := mustOpenDB(t)
-	fac, srv := newFakeFacilitator(t)
-	c := &access.Credits{DB: db, Merchant: &x402pay.Merchant{FacilitatorURL: srv.URL, Network: "eip155:1337", PayTo: testPayTo}}
+	fac := x402paytest.New(t)
+	c := &access.Credits{DB: db, Merchant: &x402pay.Merchant{FacilitatorURL: fac.URL, Network: "eip155:1337", PayTo: testPayTo}}
 	ctx := context.Background()
 	o, err := c.Offer(ctx, "http://registry.test/credits", 19000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.V2.Amount != "19000000" || o.V2.Asset != testAsset || o.V2.Extra.Name != "USDC" || o.V1 != nil {
+	if o.V2.Amount != "19000000" || o.V2.Asset != x402paytest.Asset || o.V2.Extra.Name != "USDC" || o.V1 != nil {
 		t.Fatalf("offer: %+v", o)
 	}
 	pay := decode(t, o, paymentHeader(t, o, 1, goodSig))
@@ -134,8 +81,8 @@ func TestCreditsBuyOnce(t *testing.T) {
 	if bal, _ := db.CreditBalance("acct"); bal != 19000 {
 		t.Fatalf("balance %d after replays", bal)
 	}
-	if fac.transfers != 1 || fac.verifies != 1 {
-		t.Fatalf("transfers %d verifies %d", fac.transfers, fac.verifies)
+	if verifies, transfers := fac.Counts(); transfers != 1 || verifies != 1 {
+		t.Fatalf("transfers %d verifies %d", transfers, verifies)
 	}
 	// The same payment sent by another account buys it nothing.
 	if other, err := c.Buy(ctx, "thief", 19000, pay); err != nil || other.Refused == "" {
@@ -161,8 +108,8 @@ func TestCreditsBuyOnce(t *testing.T) {
 // would call the spent authorization invalid).
 func TestCreditsRetryAfterLostAnswer(t *testing.T) {
 	db := mustOpenDB(t)
-	fac, srv := newFakeFacilitator(t)
-	m := &x402pay.Merchant{FacilitatorURL: srv.URL, Network: "eip155:1337", PayTo: testPayTo}
+	fac := x402paytest.New(t)
+	m := &x402pay.Merchant{FacilitatorURL: fac.URL, Network: "eip155:1337", PayTo: testPayTo}
 	c := &access.Credits{DB: db, Merchant: m}
 	ctx := context.Background()
 	o, _ := c.Offer(ctx, "http://registry.test/credits", 1000)
@@ -178,8 +125,8 @@ func TestCreditsRetryAfterLostAnswer(t *testing.T) {
 	if err != nil || !out.Settlement.Success || out.Entry.Balance != 1000 {
 		t.Fatalf("retry: %+v %v", out, err)
 	}
-	if fac.verifies != 0 || fac.transfers != 1 {
-		t.Fatalf("verifies %d transfers %d", fac.verifies, fac.transfers)
+	if verifies, transfers := fac.Counts(); verifies != 0 || transfers != 1 {
+		t.Fatalf("verifies %d transfers %d", verifies, transfers)
 	}
 }
 
