@@ -117,7 +117,9 @@ func TestMonitoringRoutes(t *testing.T) {
 	}
 
 	status, _, b := f.send(t, http.MethodGet, "/monitoring/mine", first.Key, "", nil)
-	var mine struct{ Items []struct{ Domain, State string } }
+	var mine struct {
+		Items []struct{ Domain, State string }
+	}
 	if status != 200 || json.Unmarshal(b, &mine) != nil || len(mine.Items) != 1 || mine.Items[0].State != "trial" {
 		t.Fatalf("mine: %d %s", status, b)
 	}
