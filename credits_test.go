@@ -47,14 +47,14 @@ func TestServeSellsCreditsThroughItsFacilitator(t *testing.T) {
 	}
 
 	var started struct {
-		Key            string
+		Key            struct{ Key string }
 		CreditsBalance int64
 	}
 	status, _ := call(t, http.MethodPost, reg+"/monitoring/start", "", `{"domain":"example.com"}`, nil, &started)
-	if status != 200 || !strings.HasPrefix(started.Key, "ardx_") {
+	if status != 200 || !strings.HasPrefix(started.Key.Key, "ardx_") {
 		t.Fatalf("monitoring start: %d %+v", status, started)
 	}
-	key := started.Key
+	key := started.Key.Key
 
 	status, hdr := call(t, http.MethodPost, reg+"/credits", key, `{"credits":19000}`, nil, nil)
 	if status != http.StatusPaymentRequired {
@@ -104,9 +104,9 @@ func TestServeSellsCreditsThroughItsFacilitator(t *testing.T) {
 	}
 	p = startSelf(t, []string{"registry", "facilitator"}, args...)
 	reg = p.url("registry")
-	started.Key, started.CreditsBalance = "", 0
+	started.Key.Key, started.CreditsBalance = "", 0
 	status, _ = call(t, http.MethodPost, reg+"/monitoring/start", key, `{"domain":"example.com"}`, nil, &started)
-	if status != 200 || started.Key != "" || started.CreditsBalance != 19000 {
+	if status != 200 || started.Key.Key != "" || started.CreditsBalance != 19000 {
 		t.Fatalf("after restart: %d %+v", status, started)
 	}
 	p.stop(t, syscall.SIGTERM)

@@ -95,15 +95,16 @@ func TestOfficialClientBuysRegistryCredits(t *testing.T) {
 func startMonitoring(t *testing.T, base, key string) string {
 	t.Helper()
 	var a struct {
-		Key            string `json:"key"`
-		CreditsBalance int64  `json:"creditsBalance"`
+		Key struct {
+			Key string `json:"key"`
+		} `json:"key"`
 	}
 	status, body := authed(t, http.MethodPost, base+"/monitoring/start", key, `{"domain":"example.com"}`)
 	if status != http.StatusOK || json.Unmarshal(body, &a) != nil {
 		t.Fatalf("monitoring start: %d %s", status, body)
 	}
-	if a.Key != "" {
-		return a.Key
+	if a.Key.Key != "" {
+		return a.Key.Key
 	}
 	return key
 }

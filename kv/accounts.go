@@ -255,7 +255,7 @@ func (db *DB) ClaimDomain(domain, accountID string, now time.Time, prevOwner fun
 			return err
 		}
 		if out.Previous != "" && change != nil {
-			if c := change(out.Previous); c != nil {
+			if c := change(out.Previous); c != nil { // the caller's event, never an account id
 				c.Time = now
 				cb := tx.Bucket(bucketChanges)
 				cb.FillPercent = appendFillPercent

@@ -23,7 +23,7 @@ const (
 func (s *Service) parseAgents(r *http.Request) (index.ListRequest, error) {
 	var fe fieldErrors
 	q := r.URL.Query()
-	req := index.ListRequest{Size: defaultAgentsPageSize}
+	req := index.ListRequest{Size: defaultAgentsPageSize, Viewers: s.viewers(r)}
 	params := []string{"filter", "orderBy", "pageSize", "pageToken"}
 	fe.onlyParams(q, "GET /agents", params...)
 	filter, orderBy := q.Get("filter"), q.Get("orderBy")
@@ -44,7 +44,7 @@ func (s *Service) parseAgents(r *http.Request) (index.ListRequest, error) {
 		}
 	}
 	if tok := q.Get("pageToken"); tok != "" {
-		payload, err := s.tokens.open(tokenAgents, agentsScope(filter, orderBy), tok)
+		payload, err := s.tokens.open(tokenAgents, s.appendViewScope(agentsScope(filter, orderBy), r), tok)
 		var after []string
 		if err == nil && (json.Unmarshal(payload, &after) != nil || len(after) == 0) {
 			err = errBadToken
@@ -93,6 +93,9 @@ func (s *Service) handleAgents(w http.ResponseWriter, r *http.Request, _ httprou
 			s.log.Warn("indexed entry missing from kv", "identifier", id)
 			continue
 		}
+		if !mayView(e.Owner, req.Viewers) {
+			continue
+		}
 		vis := visPublic
 		if e.Owner != "" {
 			vis = visPrivate
@@ -111,7 +114,7 @@ func (s *Service) handleAgents(w http.ResponseWriter, r *http.Request, _ httprou
 	if len(res.Next) > 0 {
 		payload, _ := json.Marshal(res.Next)
 		buf = append(buf, `,"nextPageToken":"`...)
-		buf = append(buf, s.tokens.seal(tokenAgents, agentsScope(r.URL.Query().Get("filter"), r.URL.Query().Get("orderBy")), payload)...)
+		buf = append(buf, s.tokens.seal(tokenAgents, s.appendViewScope(agentsScope(r.URL.Query().Get("filter"), r.URL.Query().Get("orderBy")), r), payload)...)
 		buf = append(buf, '"')
 	}
 	buf = append(buf, `,"totalSize":`...)
@@ -156,6 +159,10 @@ func (s *Service) handleAgent(w http.ResponseWriter, r *http.Request, _ httprout
 		return
 	}
 	e, ok := entries[id]
+	if !ok || e.Owner != "" {
+		// A private identifier (or a guess at one) stays out of the log.
+		web.LogPathAs(r, "/agents/{identifier}")
+	}
 	vis := visPublic
 	if ok && e.Owner != "" {
 		vis = visPrivate

@@ -46,3 +46,21 @@ func (s *Service) caller(r *http.Request) *access.Caller { return access.CallerF
 // Access returns the account store the service authenticates with, for
 // wiring beside the service (commands, other components).
 func (s *Service) Access() *access.Store { return s.access }
+
+// appendViewScope appends r's view to a page-token or cache scope: the
+// caller's account and the owner tags it sees. Anonymous callers append
+// nothing, so their scopes are the ones issued before keys existed.
+func (s *Service) appendViewScope(b []byte, r *http.Request) []byte {
+	c, vs := s.caller(r), s.viewers(r)
+	if c == nil && len(vs) == 0 {
+		return b
+	}
+	b = append(b, 0, 'v')
+	if c != nil {
+		b = appendLenString(b, c.AccountID)
+	}
+	for _, v := range vs {
+		b = appendLenString(b, v)
+	}
+	return b
+}

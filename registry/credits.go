@@ -163,8 +163,8 @@ func (s *Service) handleCreditsBuy(w http.ResponseWriter, r *http.Request, _ htt
 		s.problems.Write(w, r, p)
 		return
 	}
-	caller := s.requireKey(w, r, "POST /credits")
-	if caller == nil {
+	caller, ok := s.requireCaller(w, r, "credits are bought for a key's account")
+	if !ok {
 		return
 	}
 	if c.Merchant == nil {

@@ -3,6 +3,7 @@ package registry
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func FuzzSearchDecode(f *testing.F) {
 			checkProblem(t, err)
 			return
 		}
-		req, err := s.parseSearch(m)
+		req, err := s.parseSearch(httptest.NewRequest(http.MethodPost, "/search", nil), m)
 		if err != nil {
 			checkProblem(t, err)
 			return

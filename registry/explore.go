@@ -152,7 +152,7 @@ func (s *Service) handleExplore(w http.ResponseWriter, r *http.Request, _ httpro
 		s.writeError(w, r, err)
 		return
 	}
-	facets, err := s.ix.Facets(r.Context(), req.Text, req.Filter, nil, req.Facets)
+	facets, err := s.ix.Facets(r.Context(), req.Text, req.Filter, s.viewers(r), req.Facets)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -121,7 +121,7 @@ func (s *Service) searchFederated(r *http.Request, req searchRequest, ups []upst
 		})
 	}
 
-	local, err := s.ix.Search(r.Context(), index.SearchRequest{Text: req.Text, Filter: req.Filter, From: 0, Size: depth})
+	local, err := s.ix.Search(r.Context(), index.SearchRequest{Text: req.Text, Filter: req.Filter, From: 0, Size: depth, Viewers: req.viewers})
 	wg.Wait()
 	if err != nil {
 		return nil, "", nil, nil, err
@@ -204,7 +204,7 @@ func (s *Service) searchFederated(r *http.Request, req searchRequest, ups []upst
 			hits = append(hits, index.Hit{ID: id, Score: c.item.score})
 		}
 	}
-	loaded, err := s.localItems(hits)
+	loaded, err := s.localItems(hits, req.viewers)
 	if err != nil {
 		return nil, "", nil, nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry/access"
 	"github.com/ardx-dev/ardx/web"
 )
 
@@ -36,6 +37,7 @@ const (
 var feedKinds = []string{
 	kv.ChangeAdded, kv.ChangeChanged, kv.ChangeRemoved,
 	ChangeToolChanged, ChangeEndpointDown, ChangeEndpointUp, ChangeToolsChanged,
+	access.ChangeOwnerChanged,
 }
 
 // feedItem is one event of /feed/changes.

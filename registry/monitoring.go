@@ -27,6 +27,15 @@ func (s *Service) initMonitoring() error {
 	if err := s.SetPayments(s.cfg.Payments); err != nil {
 		return err
 	}
+	s.meParts = append(s.meParts,
+		func(_ *http.Request, c *access.Caller) (string, any, error) {
+			mine, err := s.monitor.Mine(c.AccountID)
+			return "monitoring", mine, err
+		},
+		func(_ *http.Request, c *access.Caller) (string, any, error) {
+			v, err := s.creditsOf(c.AccountID)
+			return "credits", v, err
+		})
 	s.stopMonitor = func(context.Context) error { return nil }
 	interval := s.cfg.MonitorInterval
 	if interval < 0 {
@@ -84,9 +93,8 @@ func (s *Service) RunMonitoring(ctx context.Context) error {
 // monitoringStartResponse is the body of POST /monitoring/start.
 type monitoringStartResponse struct {
 	// Key is set only when this call minted the caller's key: shown once.
-	Key     string `json:"key,omitempty"`
-	KeyNote string `json:"keyNote,omitempty"`
-	Account string `json:"account"`
+	Key     *mintedKey `json:"key,omitempty"`
+	Account string     `json:"account"`
 	access.StartResult
 	Credits int64 `json:"creditsBalance"`
 }
@@ -105,13 +113,16 @@ func (s *Service) handleMonitoringStart(w http.ResponseWriter, r *http.Request, 
 	if c != nil {
 		account, verified = c.AccountID, c.HoldsByClaim(domain)
 	} else {
+		if !s.allowMint(w, r) {
+			return
+		}
 		acct, key, err := s.access.CreateAccount()
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		account, resp.Key = acct.ID, key
-		resp.KeyNote = "this key is shown once; send it as Authorization: Bearer <key>"
+		account = acct.ID
+		resp.Key = &mintedKey{Key: key, ID: keyID(key), Note: mintedKeyNote}
 	}
 	res, err := s.monitor.Start(account, domain, verified, webhook)
 	if errors.Is(err, access.ErrBadWebhook) {
@@ -141,8 +152,8 @@ func (s *Service) handleMonitoringStop(w http.ResponseWriter, r *http.Request, _
 	if !ok {
 		return
 	}
-	c := s.requireKey(w, r, "POST /monitoring/stop")
-	if c == nil {
+	c, ok := s.requireCaller(w, r, "POST /monitoring/stop needs the key that started the monitoring")
+	if !ok {
 		return
 	}
 	v, err := s.monitor.Stop(c.AccountID, domain)
@@ -169,8 +180,8 @@ func (s *Service) handleMonitoringMine(w http.ResponseWriter, r *http.Request, _
 		s.problems.Write(w, r, p)
 		return
 	}
-	c := s.requireKey(w, r, "GET /monitoring/mine")
-	if c == nil {
+	c, ok := s.requireCaller(w, r, "GET /monitoring/mine lists a key's monitoring")
+	if !ok {
 		return
 	}
 	mine, err := s.monitor.Mine(c.AccountID)
@@ -218,17 +229,6 @@ func (s *Service) readMonitoringBody(w http.ResponseWriter, r *http.Request, web
 	return domain, webhook, true
 }
 
-// requireKey returns the caller, or answers 401 for an anonymous one.
-func (s *Service) requireKey(w http.ResponseWriter, r *http.Request, what string) *access.Caller {
-	if c := s.caller(r); c != nil {
-		return c
-	}
-	w.Header().Set("WWW-Authenticate", `Bearer realm="ardx"`)
-	s.problems.Write(w, r, s.problems.New(web.SlugUnauthorized,
-		what+" needs a key (Authorization: Bearer <key>); POST /monitoring/start mints one for a caller that has none"))
-	return nil
-}
-
 // monitoringLifts reports whether r's caller monitors publisher live: its
 // change feed then has no free-tier window.
 func (s *Service) monitoringLifts(r *http.Request, publisher string) bool {
@@ -236,31 +236,23 @@ func (s *Service) monitoringLifts(r *http.Request, publisher string) bool {
 	return c != nil && publisher != "" && s.monitor.Watching(c.AccountID, publisher)
 }
 
-// accountBilling is what GET /me shows of an account's monitoring and
-// credits.
-type accountBilling struct {
-	Monitoring []access.MonitorView `json:"monitoring"`
-	Credits    creditsView          `json:"credits"`
-}
-
+// creditsView is the credits member of an account's GET /me.
 type creditsView struct {
-	Balance int64            `json:"balance"`
+	Balance int64 `json:"balance"`
+	// History is the last movements, newest first.
 	History []kv.CreditEntry `json:"history"`
+	Terms   string           `json:"terms"`
 }
 
-// billing returns account's monitoring and credits for GET /me.
-func (s *Service) billing(account string) (accountBilling, error) {
-	mine, err := s.monitor.Mine(account)
-	if err != nil {
-		return accountBilling{}, err
-	}
+// creditsOf returns account's balance and last 50 movements.
+func (s *Service) creditsOf(account string) (creditsView, error) {
 	bal, err := s.db.CreditBalance(account)
 	if err != nil {
-		return accountBilling{}, err
+		return creditsView{}, err
 	}
 	hist, err := s.db.CreditHistory(account, 50)
 	if err != nil {
-		return accountBilling{}, err
+		return creditsView{}, err
 	}
-	return accountBilling{Monitoring: mine, Credits: creditsView{Balance: bal, History: hist}}, nil
+	return creditsView{Balance: bal, History: hist, Terms: "GET /x402"}, nil
 }

@@ -44,7 +44,7 @@ func (f *fixture) send(tb testing.TB, method, path, key, body string, hdr map[st
 }
 
 type startAnswer struct {
-	Key          string
+	Minted       struct{ Key string } `json:"key"`
 	Account      string
 	TrialGranted bool
 	TrialNote    string
@@ -78,15 +78,15 @@ func newMonitoringServer(tb testing.TB, now func() time.Time, pay registry.Payme
 func TestMonitoringRoutes(t *testing.T) {
 	f := newMonitoringServer(t, nil, registry.PaymentsConfig{})
 	first := f.start(t, "", `{"domain":"Example.COM"}`)
-	if !strings.HasPrefix(first.Key, "ardx_") || !first.TrialGranted || first.Monitoring.State != "trial" || first.Monitoring.Domain != "example.com" || first.Monitoring.TrialEnd == nil {
+	if !strings.HasPrefix(first.Minted.Key, "ardx_") || !first.TrialGranted || first.Monitoring.State != "trial" || first.Monitoring.Domain != "example.com" || first.Monitoring.TrialEnd == nil {
 		t.Fatalf("first start: %+v", first)
 	}
-	again := f.start(t, first.Key, `{"domain":"example.com"}`)
-	if again.Key != "" || again.Account != first.Account || again.Monitoring.State != "trial" {
+	again := f.start(t, first.Minted.Key, `{"domain":"example.com"}`)
+	if again.Minted.Key != "" || again.Account != first.Account || again.Monitoring.State != "trial" {
 		t.Fatalf("start with the key: %+v", again)
 	}
 	second := f.start(t, "", `{"domain":"example.com"}`)
-	if second.Key == "" || second.Account == first.Account || second.TrialGranted || second.TrialNote == "" || second.Monitoring.State != "paused" {
+	if second.Minted.Key == "" || second.Account == first.Account || second.TrialGranted || second.TrialNote == "" || second.Monitoring.State != "paused" {
 		t.Fatalf("another account's start: %+v", second)
 	}
 
@@ -97,12 +97,12 @@ func TestMonitoringRoutes(t *testing.T) {
 		{"mine without a key", http.MethodGet, "/monitoring/mine", "", "", 401},
 		{"mine with a wrong key", http.MethodGet, "/monitoring/mine", "ardx_0000000000000000_" + strings.Repeat("A", 43), "", 401},
 		{"stop without a key", http.MethodPost, "/monitoring/stop", "", `{"domain":"example.com"}`, 401},
-		{"stop of a domain not monitored", http.MethodPost, "/monitoring/stop", first.Key, `{"domain":"other.example"}`, 404},
+		{"stop of a domain not monitored", http.MethodPost, "/monitoring/stop", first.Minted.Key, `{"domain":"other.example"}`, 404},
 		{"start without a domain", http.MethodPost, "/monitoring/start", "", `{}`, 422},
 		{"start with a bad domain", http.MethodPost, "/monitoring/start", "", `{"domain":"not a domain"}`, 422},
 		{"start with an unknown member", http.MethodPost, "/monitoring/start", "", `{"domain":"example.com","plan":"gold"}`, 422},
 		{"start with a bad webhook", http.MethodPost, "/monitoring/start", "", `{"domain":"example.com","webhook":"ftp://x.example/"}`, 422},
-		{"stop with a webhook", http.MethodPost, "/monitoring/stop", first.Key, `{"domain":"example.com","webhook":"https://x.example/"}`, 422},
+		{"stop with a webhook", http.MethodPost, "/monitoring/stop", first.Minted.Key, `{"domain":"example.com","webhook":"https://x.example/"}`, 422},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,19 +116,19 @@ func TestMonitoringRoutes(t *testing.T) {
 		})
 	}
 
-	status, _, b := f.send(t, http.MethodGet, "/monitoring/mine", first.Key, "", nil)
+	status, _, b := f.send(t, http.MethodGet, "/monitoring/mine", first.Minted.Key, "", nil)
 	var mine struct {
 		Items []struct{ Domain, State string }
 	}
 	if status != 200 || json.Unmarshal(b, &mine) != nil || len(mine.Items) != 1 || mine.Items[0].State != "trial" {
 		t.Fatalf("mine: %d %s", status, b)
 	}
-	status, _, b = f.send(t, http.MethodPost, "/monitoring/stop", first.Key, `{"domain":"example.com"}`, nil)
+	status, _, b = f.send(t, http.MethodPost, "/monitoring/stop", first.Minted.Key, `{"domain":"example.com"}`, nil)
 	if status != 200 || !strings.Contains(string(b), `"state":"stopped"`) {
 		t.Fatalf("stop: %d %s", status, b)
 	}
 	// Stopped is kept, not deleted.
-	_, _, b = f.send(t, http.MethodGet, "/monitoring/mine", first.Key, "", nil)
+	_, _, b = f.send(t, http.MethodGet, "/monitoring/mine", first.Minted.Key, "", nil)
 	if !strings.Contains(string(b), `"state":"stopped"`) {
 		t.Fatalf("mine after stop: %s", b)
 	}
@@ -150,7 +150,7 @@ func TestFeedWindowLiftedByMonitoring(t *testing.T) {
 	for _, tc := range []struct {
 		name, key string
 		want      int
-	}{{"anonymous", "", 401}, {"a key monitoring another domain", other.Key, 401}, {"the monitoring key", owner.Key, 200}} {
+	}{{"anonymous", "", 401}, {"a key monitoring another domain", other.Minted.Key, 401}, {"the monitoring key", owner.Minted.Key, 200}} {
 		status, _, b := f.send(t, http.MethodGet, path, tc.key, "", nil)
 		if status != tc.want {
 			t.Fatalf("%s: %d %s", tc.name, status, b)
@@ -159,10 +159,10 @@ func TestFeedWindowLiftedByMonitoring(t *testing.T) {
 			t.Fatalf("%s: the old change is missing: %s", tc.name, b)
 		}
 	}
-	if status, _, b := f.send(t, http.MethodGet, "/feed/changes?publisher=example.com&limit=500", owner.Key, "", nil); status != 200 {
+	if status, _, b := f.send(t, http.MethodGet, "/feed/changes?publisher=example.com&limit=500", owner.Minted.Key, "", nil); status != 200 {
 		t.Fatalf("a large page for the monitoring key: %d %s", status, b)
 	}
-	if status, _, _ := f.send(t, http.MethodGet, "/feed/changes?limit=500", owner.Key, "", nil); status != 401 {
+	if status, _, _ := f.send(t, http.MethodGet, "/feed/changes?limit=500", owner.Minted.Key, "", nil); status != 401 {
 		t.Fatalf("a large page of the whole feed: %d, want 401", status)
 	}
 }
@@ -181,10 +181,10 @@ func TestCreditsRoute(t *testing.T) {
 	if status, _, _ := f.send(t, http.MethodPost, "/credits", "", `{"credits":20000}`, nil); status != 401 {
 		t.Fatalf("keyless purchase: %d", status)
 	}
-	if status, _, _ := f.send(t, http.MethodPost, "/credits", buyer.Key, `{"credits":0}`, nil); status != 422 {
+	if status, _, _ := f.send(t, http.MethodPost, "/credits", buyer.Minted.Key, `{"credits":0}`, nil); status != 422 {
 		t.Fatalf("zero credits: %d", status)
 	}
-	status, hdr, _ := f.send(t, http.MethodPost, "/credits", buyer.Key, `{"credits":20000}`, nil)
+	status, hdr, _ := f.send(t, http.MethodPost, "/credits", buyer.Minted.Key, `{"credits":20000}`, nil)
 	if status != 402 {
 		t.Fatalf("unpaid: %d", status)
 	}
@@ -194,15 +194,15 @@ func TestCreditsRoute(t *testing.T) {
 		t.Fatalf("terms: %s %v", raw, err)
 	}
 	payment := signedFor(t, pr)
-	status, hdr, b := f.send(t, http.MethodPost, "/credits", buyer.Key, `{"credits":20000}`, map[string]string{"PAYMENT-SIGNATURE": payment})
+	status, hdr, b := f.send(t, http.MethodPost, "/credits", buyer.Minted.Key, `{"credits":20000}`, map[string]string{"PAYMENT-SIGNATURE": payment})
 	if status != 200 || !strings.Contains(string(b), `"balance":1000`) || hdr.Get("PAYMENT-RESPONSE") == "" {
 		t.Fatalf("paid: %d %s", status, b)
 	}
 	// The same payment for other terms is refused; resent as is, replayed.
-	if status, _, _ := f.send(t, http.MethodPost, "/credits", buyer.Key, `{"credits":1000}`, map[string]string{"PAYMENT-SIGNATURE": payment}); status != 402 {
+	if status, _, _ := f.send(t, http.MethodPost, "/credits", buyer.Minted.Key, `{"credits":1000}`, map[string]string{"PAYMENT-SIGNATURE": payment}); status != 402 {
 		t.Fatalf("payment for other terms: %d", status)
 	}
-	status, _, b = f.send(t, http.MethodPost, "/credits", buyer.Key, `{"credits":20000}`, map[string]string{"PAYMENT-SIGNATURE": payment})
+	status, _, b = f.send(t, http.MethodPost, "/credits", buyer.Minted.Key, `{"credits":20000}`, map[string]string{"PAYMENT-SIGNATURE": payment})
 	if status != 200 || !strings.Contains(string(b), `"replayed":true`) {
 		t.Fatalf("resent: %d %s", status, b)
 	}
@@ -211,9 +211,31 @@ func TestCreditsRoute(t *testing.T) {
 	}
 	// The purchase resumed the paused monitoring, paying its first period
 	// (the balance above is after that charge).
-	_, _, b = f.send(t, http.MethodGet, "/monitoring/mine", buyer.Key, "", nil)
+	_, _, b = f.send(t, http.MethodGet, "/monitoring/mine", buyer.Minted.Key, "", nil)
 	if !strings.Contains(string(b), `"state":"active"`) {
 		t.Fatalf("mine after the purchase: %s", b)
+	}
+	// GET /me shows the balance, the history (newest first) and the
+	// monitoring; without a key, only the free numbers.
+	status, _, b = f.send(t, http.MethodGet, "/me", buyer.Minted.Key, "", nil)
+	var me struct {
+		Monitoring []struct{ Domain, State string }
+		Credits    struct {
+			Balance int64
+			History []struct {
+				Kind  string
+				Delta int64
+			}
+		}
+	}
+	if status != 200 || json.Unmarshal(b, &me) != nil || me.Credits.Balance != 1000 || len(me.Credits.History) != 2 ||
+		me.Credits.History[0].Kind != "monitoring" || me.Credits.History[0].Delta != -19000 ||
+		me.Credits.History[1].Kind != "purchase" || me.Credits.History[1].Delta != 20000 ||
+		len(me.Monitoring) != 1 || me.Monitoring[0].State != "active" {
+		t.Fatalf("GET /me: %d %s", status, b)
+	}
+	if _, _, b := f.send(t, http.MethodGet, "/me", "", "", nil); strings.Contains(string(b), `"credits"`) {
+		t.Fatalf("anonymous GET /me shows credits: %s", b)
 	}
 }
 
@@ -252,7 +274,7 @@ func TestX402Terms(t *testing.T) {
 	if !strings.Contains(string(b), `"available":false`) || !strings.Contains(string(b), "no facilitator") {
 		t.Fatalf("without a facilitator: %s", b)
 	}
-	if status, _, _ := none.send(t, http.MethodPost, "/credits", none.start(t, "", `{"domain":"a.example"}`).Key, `{"credits":1000}`, nil); status != 501 {
+	if status, _, _ := none.send(t, http.MethodPost, "/credits", none.start(t, "", `{"domain":"a.example"}`).Minted.Key, `{"credits":1000}`, nil); status != 501 {
 		t.Fatalf("buying where nothing is sold: %d", status)
 	}
 	pagecheck.Check(t, f.svc.Handler(), "/x402")

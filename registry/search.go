@@ -40,15 +40,16 @@ type searchRequest struct {
 	queryModel
 	Limit      int
 	Federation string
-	Offset     int    // from the page token
-	scope      []byte // page-token scope
+	Offset     int      // from the page token
+	scope      []byte   // page-token scope
+	viewers    []string // owner tags of the private entries the caller sees
 }
 
-// parseSearch validates a POST /search body. A non-nil error is a problem
-// (or a body-read error) to write as it is.
-func (s *Service) parseSearch(m map[string]json.RawMessage) (searchRequest, error) {
+// parseSearch validates a POST /search body from r's caller. A non-nil
+// error is a problem (or a body-read error) to write as it is.
+func (s *Service) parseSearch(r *http.Request, m map[string]json.RawMessage) (searchRequest, error) {
 	var fe fieldErrors
-	req := searchRequest{Limit: defaultSearchLimit, Federation: fedAuto}
+	req := searchRequest{Limit: defaultSearchLimit, Federation: fedAuto, viewers: s.viewers(r)}
 	fe.onlyMembers(m, "", "a search request", "query", "limit", "pageSize", "pageToken", "federation")
 	req.queryModel = parseQuery(m["query"], true, &fe)
 
@@ -86,7 +87,9 @@ func (s *Service) parseSearch(m map[string]json.RawMessage) (searchRequest, erro
 	if p := fe.problem(s.problems); p != nil {
 		return req, p
 	}
-	req.scope = appendScope(append([]byte(req.Federation), 0), req.Text, req.Filter)
+	// The caller's view is part of the scope, so a page token or a cached
+	// response made for one key never serves another, or no key.
+	req.scope = s.appendViewScope(appendScope(append([]byte(req.Federation), 0), req.Text, req.Filter), r)
 	if raw, ok := m["pageToken"]; ok && !isNull(raw) {
 		tok, ok := rawString(raw)
 		if !ok {
@@ -196,7 +199,7 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 		s.writeError(w, r, err)
 		return
 	}
-	req, err := s.parseSearch(m)
+	req, err := s.parseSearch(r, m)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -293,12 +296,14 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 	}
 	buf = append(buf, "}\n"...)
 
+	// The demand log is public material (reports, /stats): a private
+	// result is left out of it; the public ones keep the rank they had.
 	var results []kv.ReturnedEntry
-	if len(items) > 0 {
-		results = make([]kv.ReturnedEntry, len(items))
-		for i, it := range items {
-			results[i] = kv.ReturnedEntry{ID: it.id, Rank: req.Offset + i + 1, Source: it.upstream}
+	for i, it := range items {
+		if it.visibility == visPrivate {
+			continue
 		}
+		results = append(results, kv.ReturnedEntry{ID: it.id, Rank: req.Offset + i + 1, Source: it.upstream})
 	}
 	s.recordSearch(r.Context(), req, results, outcomes)
 	if cacheKey != "" && len(buf) <= maxCachedResponseBytes && s.responses.Admit(cacheKey) && quiet {
@@ -340,12 +345,12 @@ func (s *Service) writeSearch(w http.ResponseWriter, body []byte, mode string, r
 // searchLocal answers from this index alone.
 func (s *Service) searchLocal(r *http.Request, req searchRequest) ([]resultItem, string, error) {
 	res, err := s.ix.Search(r.Context(), index.SearchRequest{
-		Text: req.Text, Filter: req.Filter, From: req.Offset, Size: req.Limit,
+		Text: req.Text, Filter: req.Filter, From: req.Offset, Size: req.Limit, Viewers: req.viewers,
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	items, err := s.localItems(res.Hits)
+	items, err := s.localItems(res.Hits, req.viewers)
 	if err != nil {
 		return nil, "", err
 	}
@@ -359,7 +364,7 @@ func (s *Service) searchLocal(r *http.Request, req searchRequest) ([]resultItem,
 // localItems loads the entries of hits from kv, in hit order. A hit whose
 // entry is missing (index and kv briefly out of step during ingestion) is
 // left out rather than failing the search.
-func (s *Service) localItems(hits []index.Hit) ([]resultItem, error) {
+func (s *Service) localItems(hits []index.Hit, viewers []string) ([]resultItem, error) {
 	if len(hits) == 0 {
 		return nil, nil
 	}
@@ -396,6 +401,9 @@ func (s *Service) localItems(hits []index.Hit) ([]resultItem, error) {
 		e, ok := entries[h.ID]
 		if !ok {
 			s.log.Warn("indexed entry missing from kv", "identifier", h.ID)
+			continue
+		}
+		if !mayView(e.Owner, viewers) {
 			continue
 		}
 		vis := visPublic

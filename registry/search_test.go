@@ -280,7 +280,11 @@ func TestSearchRecordsDemandWithoutCaller(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/search",
 		strings.NewReader(`{"query":{"text":"weather","filter":{"tags":["weather"]}},"federation":"none","limit":2}`))
 	req.Header.Set("User-Agent", "secret-agent/1.0")
-	req.Header.Set("Authorization", "Bearer secret-key-123")
+	_, key, err := f.svc.Access().CreateAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := f.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +311,7 @@ func TestSearchRecordsDemandWithoutCaller(t *testing.T) {
 		t.Fatalf("zero-result search not recorded as such: %+v", last)
 	}
 	raw, _ := json.Marshal(recs)
-	for _, secret := range []string{"secret-agent", "secret-key", "127.0.0.1"} {
+	for _, secret := range []string{"secret-agent", key, key[5:21], "acct_", "127.0.0.1"} {
 		if strings.Contains(string(raw), secret) {
 			t.Fatalf("demand log holds caller data %q: %s", secret, raw)
 		}

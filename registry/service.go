@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -70,6 +71,16 @@ type Config struct {
 	// its account holds by claim (access.Caller.Viewers). Tests set it to
 	// reach private entries stored without an account.
 	Viewer func(*http.Request) []string
+	// RateLimits are the request limits, buckets named BucketAddress,
+	// BucketKey and BucketMint; a bucket left out is unlimited. nil (library
+	// users, tests) limits nothing; the commands pass DefaultRateLimits.
+	RateLimits []web.Bucket
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// for the per-address limits.
+	TrustedProxies []netip.Prefix
+	// Claims configures ownership proofs: the DNS resolver address, the
+	// challenge lifetime. Its Fetcher defaults to the service's Fetcher.
+	Claims access.ClaimConfig
 	// DemandRetention is how long the demand log keeps each search record;
 	// zero means 90 days. The daily aggregates /stats reads are kept.
 	DemandRetention time.Duration
@@ -102,6 +113,9 @@ type Service struct {
 	tokens    tokenSealer
 	demand    *demandWriter
 	access    *access.Store                   // accounts, keys, claims, private entries
+	limiter   *web.Limiter                    // per key and per address
+	usage     usageCounter                    // metered requests per account, today
+	meParts   []mePart                        // further members of an account's GET /me
 	responses *gencache.Cache[cachedResponse] // rendered local search responses
 	bodies    *gencache.Cache[kv.EntryBody]   // entries of recent results
 	openapi   []byte
@@ -214,6 +228,17 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 		s.fetcher = web.NewFetcher(web.FetchOptions{})
 	}
 	s.reader = sources.NewReader(s.fetcher, s.log)
+	if cfg.Claims.Fetcher == nil {
+		cfg.Claims.Fetcher = s.fetcher
+	}
+	s.access.ConfigureClaims(cfg.Claims)
+	if cfg.RateLimits != nil {
+		lim, err := web.NewLimiter(cfg.RateLimits, web.LimiterOptions{TrustedProxies: cfg.TrustedProxies, Now: cfg.Now})
+		if err != nil {
+			return nil, fmt.Errorf("registry: rate limits: %w", err)
+		}
+		s.limiter = lim
+	}
 	s.discovered.allow = map[string]bool{}
 	for _, h := range cfg.FederateDiscovered {
 		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
@@ -275,6 +300,13 @@ func (s *Service) routeTable() []route {
 		{http.MethodGet, "/reliability", s.handleReliability},
 		{http.MethodGet, "/feed/changes", s.handleFeedChanges},
 		{http.MethodGet, "/state-of-mcp", s.handleStateOfMCP},
+		{http.MethodPost, "/claim", s.handleClaim},
+		{http.MethodPost, "/claim/verify", s.handleClaimVerify},
+		{http.MethodGet, "/private/entries", s.handlePrivateList},
+		{http.MethodPost, "/private/entries", s.handlePrivateRegister},
+		{http.MethodDelete, "/private/entries", s.handlePrivateDelete},
+		{http.MethodGet, "/me", s.handleMe},
+		{http.MethodPost, "/keys/rotate", s.handleKeyRotate},
 		{http.MethodGet, "/x402", s.handleX402},
 		{http.MethodPost, "/credits", s.handleCreditsBuy},
 		{http.MethodPost, "/monitoring/start", s.handleMonitoringStart},
@@ -290,7 +322,7 @@ func (s *Service) routeTable() []route {
 func (s *Service) routes() http.Handler {
 	r := httprouter.New()
 	for _, rt := range s.routeTable() {
-		handle := rt.handle
+		handle := s.limited(rt.method+" "+rt.path, rt.handle)
 		if rt.method != http.MethodGet {
 			handle = s.bodyOnly(handle)
 		}
@@ -333,7 +365,7 @@ func withCORS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", "*")
-		h.Set("Access-Control-Expose-Headers", "Retry-After, X-Request-Id")
+		h.Set("Access-Control-Expose-Headers", "Retry-After, X-Request-Id, RateLimit, RateLimit-Policy")
 		next.ServeHTTP(w, r)
 	})
 }
@@ -401,6 +433,9 @@ func defaultUpstreamClient() *http.Client {
 // refusals are the caller's input (422), everything else goes through
 // web.Problems (problems as they are, body errors to 400/413, the rest 500).
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if p, ok := s.accessProblem(err); ok {
+		err = p
+	}
 	switch {
 	case errors.Is(err, index.ErrUnknownFilterKey):
 		err = s.problems.Invalid(err.Error(), web.FieldError{Field: "query.filter", Message: err.Error()})

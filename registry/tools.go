@@ -77,6 +77,7 @@ type toolItem struct {
 	Score       int             `json:"score"`
 	Source      string          `json:"source"`
 	Tags        []string        `json:"tags,omitempty"`
+	Visibility  string          `json:"visibility"` // public or private, as on search results
 	Call        toolCall        `json:"call"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 }
@@ -270,7 +271,8 @@ func (s *Service) searchTools(r *http.Request, req toolsRequest) (toolsResponse,
 	if len(filter["type"]) == 0 {
 		filter["type"] = toolTypes
 	}
-	res, err := s.ix.Search(r.Context(), index.SearchRequest{Text: req.Q, Filter: filter, Size: req.Limit, Count: true})
+	viewers := s.viewers(r)
+	res, err := s.ix.Search(r.Context(), index.SearchRequest{Text: req.Q, Filter: filter, Size: req.Limit, Count: true, Viewers: viewers})
 	if err != nil {
 		return toolsResponse{}, err
 	}
@@ -285,13 +287,16 @@ func (s *Service) searchTools(r *http.Request, req toolsRequest) (toolsResponse,
 	out := toolsResponse{Query: req.Q, Total: res.Total, Results: make([]toolItem, 0, len(res.Hits))}
 	for _, h := range res.Hits {
 		e, ok := entries[h.ID]
-		if !ok || e.Owner != "" {
+		if !ok || !mayView(e.Owner, viewers) {
 			continue
 		}
 		it, ok := s.toolItemOf(e, req.WithSchema)
 		if !ok {
 			s.log.Warn("tool entry without usable data", "identifier", h.ID)
 			continue
+		}
+		if e.Owner != "" {
+			it.Visibility = visPrivate
 		}
 		it.Score = clampScore(h.Score)
 		out.Results = append(out.Results, it)
@@ -313,6 +318,7 @@ func (s *Service) toolItemOf(e kv.Entry, withSchema bool) (toolItem, bool) {
 		Publisher:   publisherOf(e.ID),
 		Source:      s.cfg.PublicURL,
 		Tags:        st.Tags,
+		Visibility:  visPublic,
 	}
 	d := st.Data
 	switch st.Type {

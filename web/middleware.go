@@ -77,7 +77,8 @@ func WithLogging(logger *slog.Logger) Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			rec := &statusRecorder{ResponseWriter: w}
-			next.ServeHTTP(rec, r)
+			logged := &loggedPath{path: r.URL.Path}
+			next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), loggedPathKey{}, logged)))
 			level := slog.LevelInfo
 			switch {
 			case rec.status >= 500:
@@ -88,10 +89,24 @@ func WithLogging(logger *slog.Logger) Middleware {
 			if !logger.Enabled(r.Context(), level) {
 				return
 			}
-			logger.LogAttrs(r.Context(), level, "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			logger.LogAttrs(r.Context(), level, "request", slog.String("method", r.Method), slog.String("path", logged.path),
 				slog.Int("status", rec.status), slog.Int("bytes", rec.bytes), slog.Float64("ms", millis(time.Since(start))),
 				slog.String("request_id", RequestID(r.Context())))
 		})
+	}
+}
+
+type loggedPathKey struct{}
+
+// loggedPath is the path WithLogging logs; a handler may replace it.
+type loggedPath struct{ path string }
+
+// LogPathAs makes WithLogging log path instead of the request's own: a
+// handler whose path holds something that must stay out of logs (a
+// private entry's identifier) logs its route pattern instead.
+func LogPathAs(r *http.Request, path string) {
+	if p, ok := r.Context().Value(loggedPathKey{}).(*loggedPath); ok {
+		p.path = path
 	}
 }
 

@@ -61,7 +61,7 @@ type limitBucket struct {
 	sweep  time.Duration // how often idle clients are looked for
 
 	mu        sync.Mutex
-	clients   map[netip.Addr]*clientLimiter
+	clients   map[string]*clientLimiter // by client key: an address, or a caller's own key
 	nextSweep time.Time
 }
 
@@ -96,7 +96,7 @@ func NewLimiter(buckets []Bucket, opts LimiterOptions) (*Limiter, error) {
 			policy:  fmt.Sprintf(`"%s";q=%d;w=%d`, b.Name, b.Burst, max(1, ceilSeconds(float64(b.Burst)/b.Rate))),
 			ttl:     ttl,
 			sweep:   min(ttl/2, time.Minute),
-			clients: make(map[netip.Addr]*clientLimiter),
+			clients: make(map[string]*clientLimiter),
 		}
 	}
 	return l, nil
@@ -182,6 +182,17 @@ func (l *Limiter) Middleware(ps Problems, bucketFor func(r *http.Request) string
 // seconds to wait. It writes no body, so /verify and /settle can answer in
 // their payment shape. An unknown bucket, a nil or disabled Limiter allow.
 func (l *Limiter) Allow(r *http.Request, bucket string, w http.ResponseWriter) (ok bool, retryAfter int) {
+	if l == nil || l.opts.Disabled || l.buckets[bucket] == nil {
+		return true, 0
+	}
+	return l.AllowClient(clientKey(ClientIP(r, l.opts.TrustedProxies)).String(), bucket, w)
+}
+
+// AllowClient is Allow for a client named by the caller rather than by its
+// address: an account, for limits per key. Address keys and named ones
+// share a bucket's table, so a name must not look like an address (prefix
+// it, e.g. "key:").
+func (l *Limiter) AllowClient(client, bucket string, w http.ResponseWriter) (ok bool, retryAfter int) {
 	if l == nil || l.opts.Disabled {
 		return true, 0
 	}
@@ -190,7 +201,7 @@ func (l *Limiter) Allow(r *http.Request, bucket string, w http.ResponseWriter) (
 		return true, 0
 	}
 	now := l.opts.Now()
-	lim := b.limiter(clientKey(ClientIP(r, l.opts.TrustedProxies)), now)
+	lim := b.limiter(client, now)
 	ok = lim.AllowN(now, 1)
 	tokens := lim.TokensAt(now)
 
@@ -213,7 +224,7 @@ func (l *Limiter) Allow(r *http.Request, bucket string, w http.ResponseWriter) (
 
 // limiter returns key's limiter, creating it, and sweeps idle clients now
 // and then: inline, so no goroutine needs stopping.
-func (b *limitBucket) limiter(key netip.Addr, now time.Time) *rate.Limiter {
+func (b *limitBucket) limiter(key string, now time.Time) *rate.Limiter {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now.After(b.nextSweep) || len(b.clients) >= maxClientsPerBucket {
@@ -243,11 +254,12 @@ func (b *limitBucket) sweepLocked(now time.Time) {
 }
 
 func (b *limitBucket) evictOldestLocked() {
-	var oldest netip.Addr
+	var oldest string
 	var seen time.Time
+	found := false
 	for k, c := range b.clients {
-		if !oldest.IsValid() || c.seen.Before(seen) {
-			oldest, seen = k, c.seen
+		if !found || c.seen.Before(seen) {
+			oldest, seen, found = k, c.seen, true
 		}
 	}
 	delete(b.clients, oldest)

@@ -22,8 +22,9 @@ const (
 // Store is the access domain over one kv store. It is safe for concurrent
 // use; every write is committed (fsync) before a method returns.
 type Store struct {
-	db  *kv.DB
-	now func() time.Time
+	db     *kv.DB
+	now    func() time.Time
+	claims ClaimConfig
 }
 
 // New returns a Store over db; now is the clock (nil means time.Now).
