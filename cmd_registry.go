@@ -295,6 +295,10 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		DemandRetention:    rc.demandRetention,
 		Logger:             logger,
 		Payments:           rc.payments,
+		// Webhooks refuse private addresses unless the operator allowed
+		// them (local development), and never follow a redirect.
+		WebhookFetcher: web.NewFetcher(web.FetchOptions{AllowPrivate: c.global.allowPrivate, MaxRedirects: -1,
+			Timeout: 10 * time.Second, MaxBytes: 64 << 10, UserAgent: "ardx/" + version}),
 	}, stores.db, stores.ix)
 	if err != nil {
 		ln.Close()

@@ -1,11 +1,13 @@
 package registry_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +15,10 @@ import (
 	"github.com/ardx-dev/ardx/internal/pagecheck"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry"
+	"github.com/ardx-dev/ardx/registry/access"
 	"github.com/ardx-dev/ardx/registry/access/x402pay"
 	"github.com/ardx-dev/ardx/registry/access/x402pay/x402paytest"
+	"github.com/ardx-dev/ardx/web"
 )
 
 // send makes a request with an optional key and extra headers and returns
@@ -278,4 +282,53 @@ func TestX402Terms(t *testing.T) {
 		t.Fatalf("buying where nothing is sold: %d", status)
 	}
 	pagecheck.Check(t, f.svc.Handler(), "/x402")
+}
+
+// TestMonitoringWebhook: a change of the monitored domain reaches the
+// webhook given at start, signed with the secret the start returned.
+func TestMonitoringWebhook(t *testing.T) {
+	type delivery struct {
+		sig, event string
+		body       []byte
+	}
+	got := make(chan delivery, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- delivery{r.Header.Get("Ardx-Signature"), r.Header.Get("Ardx-Event"), b}
+	}))
+	defer hook.Close()
+	f := newTestServer(t, registry.Config{MonitorInterval: -1,
+		WebhookFetcher: web.NewFetcher(web.FetchOptions{AllowPrivate: true, MaxRedirects: -1})}, nil)
+	status, _, b := f.send(t, http.MethodPost, "/monitoring/start", "", `{"domain":"example.com","webhook":"`+hook.URL+`/hook"}`, nil)
+	var started struct{ WebhookSecret string }
+	if status != 200 || json.Unmarshal(b, &started) != nil || !strings.HasPrefix(started.WebhookSecret, "whsec_") {
+		t.Fatalf("start: %d %s", status, b)
+	}
+	ctx := context.Background()
+	if err := f.svc.RunMonitoring(ctx); err != nil { // starts the alert cursor at the feed's end
+		t.Fatal(err)
+	}
+	if _, err := f.db.AppendChanges([]kv.Change{
+		{Time: time.Now(), Kind: "endpoint.down", ID: "urn:air:example.com:mcp", Publisher: "example.com", Endpoint: "https://example.com/mcp"},
+		{Time: time.Now(), Kind: "endpoint.down", ID: "urn:air:other.example:mcp", Publisher: "other.example"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.RunMonitoring(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-got:
+		if d.event != "endpoint.down" || !strings.Contains(string(d.body), "urn:air:example.com:mcp") {
+			t.Fatalf("delivery: %+v", d)
+		}
+		if err := access.VerifySignature(started.WebhookSecret, d.sig, d.body, time.Now(), time.Minute); err != nil {
+			t.Fatalf("signature: %v", err)
+		}
+	default:
+		t.Fatal("no delivery")
+	}
+	if len(got) != 0 {
+		t.Fatalf("%d more deliveries (another domain's event?)", len(got))
+	}
 }
