@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ardx-dev/ardx/kv/kvtest"
 	"github.com/ardx-dev/ardx/registry/access"
 	"github.com/ardx-dev/ardx/registry/access/x402pay"
 	"github.com/ardx-dev/ardx/registry/access/x402pay/x402paytest"
@@ -56,7 +57,7 @@ func decode(t *testing.T, o x402pay.Offer, header string) x402pay.Payment {
 // (a retry, a replay) credits nothing more and calls the facilitator no
 // more than settle's own replay; an invalid payment credits nothing.
 func TestCreditsBuyOnce(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	fac := x402paytest.New(t)
 	c := &access.Credits{DB: db, Merchant: &x402pay.Merchant{FacilitatorURL: fac.URL, Network: "eip155:1337", PayTo: testPayTo}}
 	ctx := context.Background()
@@ -107,7 +108,7 @@ func TestCreditsBuyOnce(t *testing.T) {
 // by its retry, once, through /settle's replay and without /verify (which
 // would call the spent authorization invalid).
 func TestCreditsRetryAfterLostAnswer(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	fac := x402paytest.New(t)
 	m := &x402pay.Merchant{FacilitatorURL: fac.URL, Network: "eip155:1337", PayTo: testPayTo}
 	c := &access.Credits{DB: db, Merchant: m}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/kv/kvtest"
 	"github.com/ardx-dev/ardx/registry/access"
 )
 
@@ -22,21 +23,11 @@ func buy(t *testing.T, db *kv.DB, acct, ref string, n int64) {
 	}
 }
 
-func mustOpenDB(tb testing.TB) *kv.DB {
-	tb.Helper()
-	db, err := kv.Open(tb.TempDir(), kv.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
-}
-
 // TestMonitorLifecycle walks one domain through its trial, a pause without
 // credits, a resume after a purchase, monthly charges, a stop and a restart
 // within the paid period, on an injected clock.
 func TestMonitorLifecycle(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	m := &access.Monitor{DB: db, Now: c.now}
 
@@ -133,7 +124,7 @@ func TestMonitorTrialOncePerDomain(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			db := mustOpenDB(t)
+			db := kvtest.Open(t)
 			c := &clock{t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
 			m := &access.Monitor{DB: db, Now: c.now}
 			if res, err := m.Start("first", "example.com", false, ""); err != nil || !res.Trial {
@@ -163,7 +154,7 @@ func TestMonitorTrialOncePerDomain(t *testing.T) {
 // TestMonitorWebhookValidation: only absolute http(s) URLs are kept, and a
 // new webhook returns a new secret once.
 func TestMonitorWebhookValidation(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	m := &access.Monitor{DB: db}
 	for _, bad := range []string{"ftp://x.example/h", "/relative", "https://user:pw@x.example/", "https://", "https://x.example/a b"} {
 		if _, err := m.Start("a", "example.com", false, bad); !errors.Is(err, access.ErrBadWebhook) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/kv/kvtest"
 	"github.com/ardx-dev/ardx/registry/access"
 	"github.com/ardx-dev/ardx/web"
 )
@@ -47,7 +48,7 @@ func TestSignatureRoundTrip(t *testing.T) {
 // durable, events of other domains and of stopped monitorings send
 // nothing, and an event already enqueued is never enqueued twice.
 func TestAlertsDeliver(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	c := &clock{t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
 	var mu sync.Mutex
 	var got [][]byte
@@ -132,7 +133,7 @@ func TestAlertsDeliver(t *testing.T) {
 // TestAlertsRefuseLoopback: the production fetcher refuses a webhook on a
 // loopback address; the item is retried later, never sent there.
 func TestAlertsRefuseLoopback(t *testing.T) {
-	db := mustOpenDB(t)
+	db := kvtest.Open(t)
 	c := &clock{t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
 	hit := false
 	hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hit = true }))
