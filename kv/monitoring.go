@@ -239,3 +239,29 @@ func (db *DB) UpdateOutbox(it OutboxItem, delivered bool) error {
 func monitorKey(account, domain string) []byte {
 	return []byte(account + "\x00" + domain)
 }
+
+// UpdateMonitor applies fn to account's monitoring of domain and stores the
+// result, in one commit, so concurrent changes (a stop during a charge) are
+// never lost. ErrNotFound when there is none.
+func (db *DB) UpdateMonitor(account, domain string, fn func(*Monitor) error) (Monitor, error) {
+	var m Monitor
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketMonitors)
+		v := b.Get(monitorKey(account, domain))
+		if v == nil {
+			return ErrNotFound
+		}
+		if err := json.Unmarshal(v, &m); err != nil {
+			return err
+		}
+		if err := fn(&m); err != nil {
+			return err
+		}
+		nv, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		return b.Put(monitorKey(account, domain), nv)
+	})
+	return m, err
+}

@@ -100,21 +100,25 @@ func (m *Monitor) Start(account, domain string, verifiedOwner bool, webhook stri
 	cur, err := m.DB.GetMonitor(account, domain)
 	switch {
 	case err == nil:
-		if cur.State == StateStopped {
-			cur.State = StatePaused
-			cur.StoppedAt = time.Time{}
-			if now.Before(cur.PaidUntil) {
-				cur.State = stateWithin(cur, now)
+		// Changed in one transaction, so a charge running meanwhile is kept.
+		cur, err = m.DB.UpdateMonitor(account, domain, func(cur *kv.Monitor) error {
+			if cur.State == StateStopped {
+				cur.State = StatePaused
+				cur.StoppedAt = time.Time{}
+				if now.Before(cur.PaidUntil) {
+					cur.State = stateWithin(*cur, now)
+				}
 			}
-		}
-		if webhook != "" && webhook != cur.WebhookURL {
-			cur.WebhookURL, cur.WebhookSecret = webhook, newSecret()
-			res.WebhookSecret = cur.WebhookSecret
-		}
-		res.TrialReason = "this account has monitored the domain before"
-		if err := m.DB.PutMonitor(cur); err != nil {
+			if webhook != "" && webhook != cur.WebhookURL {
+				cur.WebhookURL, cur.WebhookSecret = webhook, newSecret()
+				res.WebhookSecret = cur.WebhookSecret
+			}
+			return nil
+		})
+		if err != nil {
 			return StartResult{}, err
 		}
+		res.TrialReason = "this account has monitored the domain before"
 	case errors.Is(err, kv.ErrNotFound):
 		cur = kv.Monitor{Domain: domain, Account: account, StartedAt: now, PaidUntil: now, State: StatePaused}
 		if webhook != "" {
@@ -183,8 +187,11 @@ func (m *Monitor) Stop(account, domain string) (MonitorView, error) {
 		return MonitorView{}, err
 	}
 	if cur.State != StateStopped {
-		cur.State, cur.StoppedAt = StateStopped, m.now()
-		if err := m.DB.PutMonitor(cur); err != nil {
+		now := m.now()
+		if cur, err = m.DB.UpdateMonitor(account, domain, func(cur *kv.Monitor) error {
+			cur.State, cur.StoppedAt = StateStopped, now
+			return nil
+		}); err != nil {
 			return MonitorView{}, err
 		}
 	}
@@ -252,31 +259,47 @@ func (m *Monitor) Sweep() (charged, paused int, err error) {
 // first, so the reference stays the same across a crash.
 func (m *Monitor) charge(r kv.Monitor, now time.Time) (kv.Monitor, error) {
 	if r.State == StatePaused && r.PaidUntil.Before(now.Add(-time.Minute)) {
-		r.PaidUntil = now
-		if err := m.DB.PutMonitor(r); err != nil {
-			return r, err
-		}
-	}
-	for !now.Before(r.PaidUntil) {
-		ref := fmt.Sprintf("monitoring:%s:%s:%d", r.Account, r.Domain, r.PaidUntil.Unix())
-		_, _, err := m.DB.ApplyCredit(r.Account, kv.CreditEntry{
-			Time: now, Delta: -PeriodCredits, Kind: CreditMonitoring, Ref: ref,
-			Detail: []byte(fmt.Sprintf(`{"domain":%q,"from":%q,"to":%q}`, r.Domain,
-				r.PaidUntil.Format(time.RFC3339), r.PaidUntil.Add(Period).Format(time.RFC3339))),
-		})
-		if errors.Is(err, kv.ErrInsufficientCredits) {
-			if r.State != StatePaused {
-				r.State = StatePaused
-				return r, m.DB.PutMonitor(r)
+		var err error
+		r, err = m.DB.UpdateMonitor(r.Account, r.Domain, func(cur *kv.Monitor) error {
+			if cur.State == StatePaused && cur.PaidUntil.Equal(r.PaidUntil) {
+				cur.PaidUntil = now
 			}
-			return r, nil
-		}
+			return nil
+		})
 		if err != nil {
 			return r, err
 		}
-		r.PaidUntil = r.PaidUntil.Add(Period)
-		r.State = StateActive
-		if err := m.DB.PutMonitor(r); err != nil {
+	}
+	for r.State != StateStopped && !now.Before(r.PaidUntil) {
+		start := r.PaidUntil
+		ref := fmt.Sprintf("monitoring:%s:%s:%d", r.Account, r.Domain, start.Unix())
+		_, _, err := m.DB.ApplyCredit(r.Account, kv.CreditEntry{
+			Time: now, Delta: -PeriodCredits, Kind: CreditMonitoring, Ref: ref,
+			Detail: []byte(fmt.Sprintf(`{"domain":%q,"from":%q,"to":%q}`, r.Domain,
+				start.Format(time.RFC3339), start.Add(Period).Format(time.RFC3339))),
+		})
+		paid := err == nil
+		if err != nil && !errors.Is(err, kv.ErrInsufficientCredits) {
+			return r, err
+		}
+		// The record is changed in one transaction against what is stored
+		// now: a stop that came meanwhile stays a stop (a period it paid
+		// stays paid).
+		r, err = m.DB.UpdateMonitor(r.Account, r.Domain, func(cur *kv.Monitor) error {
+			switch {
+			case !cur.PaidUntil.Equal(start):
+				// Another charge moved the period on already.
+			case paid:
+				cur.PaidUntil = start.Add(Period)
+				if cur.State != StateStopped {
+					cur.State = StateActive
+				}
+			case cur.State != StateStopped:
+				cur.State = StatePaused
+			}
+			return nil
+		})
+		if err != nil || !paid {
 			return r, err
 		}
 	}
