@@ -39,17 +39,6 @@ type Monitor struct {
 	WebhookSecret string `json:"webhookSecret,omitempty"`
 }
 
-// PutMonitor stores m, committed before it returns.
-func (db *DB) PutMonitor(m Monitor) error {
-	v, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return db.bolt.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketMonitors).Put(monitorKey(m.Account, m.Domain), v)
-	})
-}
-
 // GetMonitor returns account's monitoring of domain or ErrNotFound.
 func (db *DB) GetMonitor(account, domain string) (Monitor, error) {
 	var m Monitor
