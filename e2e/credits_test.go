@@ -42,7 +42,7 @@ type creditsResult struct {
 // buys credits from the built binary on geth --dev: 402, then a paid
 // retry, 200 with PAYMENT-RESPONSE. The chain shows exactly one Transfer
 // from the payer to the registry's payee, the balance shows in the
-// registry, and it survives a restart of the registry.
+// registry's GET /me, and it survives a restart of the registry.
 func TestOfficialClientBuysRegistryCredits(t *testing.T) {
 	dir := npmDir(t)
 	e := newPayEnv(t)
@@ -74,6 +74,9 @@ func TestOfficialClientBuysRegistryCredits(t *testing.T) {
 		t.Fatalf("PAYMENT-RESPONSE: %+v", res.PaymentResponse)
 	}
 	t.Logf("the official client bought %d credits in %v (node included)", credits, took.Round(time.Millisecond))
+	if got := creditsBalance(t, base, key); got != credits {
+		t.Fatalf("GET /me balance: %d, want %d", got, credits)
+	}
 	trs := e.token.transfers(t, e.payer, e.merchant)
 	if len(trs) != 1 || trs[0].Value.Int64() != 19_000_000 || trs[0].TxHash != common.HexToHash(res.Body.Transaction) {
 		t.Fatalf("transfers payer->payee: %+v, want one of 19000000 in %s", trs, res.Body.Transaction)
@@ -109,17 +112,19 @@ func startMonitoring(t *testing.T, base, key string) string {
 	return key
 }
 
-// creditsBalance reads the account's balance as monitoring start reports it.
+// creditsBalance reads the account's balance from GET /me.
 func creditsBalance(t *testing.T, base, key string) int64 {
 	t.Helper()
-	var a struct {
-		CreditsBalance int64 `json:"creditsBalance"`
+	var me struct {
+		Credits struct {
+			Balance int64 `json:"balance"`
+		} `json:"credits"`
 	}
-	status, body := authed(t, http.MethodPost, base+"/monitoring/start", key, `{"domain":"example.com"}`)
-	if status != http.StatusOK || json.Unmarshal(body, &a) != nil {
-		t.Fatalf("monitoring start: %d %s", status, body)
+	status, body := authed(t, http.MethodGet, base+"/me", key, "")
+	if status != http.StatusOK || json.Unmarshal(body, &me) != nil {
+		t.Fatalf("GET /me: %d %s", status, body)
 	}
-	return a.CreditsBalance
+	return me.Credits.Balance
 }
 
 func authed(t *testing.T, method, url, key, body string) (int, []byte) {
