@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry"
+	"github.com/ardx-dev/ardx/registry/access"
 	"github.com/ardx-dev/ardx/registry/ingest"
 	"github.com/ardx-dev/ardx/web"
 )
@@ -34,6 +37,11 @@ type registryConfig struct {
 	crawlInterval      time.Duration
 	demandRetention    time.Duration
 	probe              registry.ProbeConfig
+	// Keys, claims and rate limits (issue 16).
+	rateLimits     []string
+	trustedProxies []string
+	claimResolver  string
+	claimTTL       time.Duration
 	// payments sells credits through a facilitator (see registry.PaymentsConfig).
 	payments registry.PaymentsConfig
 }
@@ -60,9 +68,58 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&rc.payments.PayTo, "pay-to", "", "address that receives credit payments (default under serve with the dev chain: its merchant account)")
 	f.StringVar(&rc.payments.Network, "pay-network", "", "network credits are paid on, CAIP-2 id or v1 name (default under serve: the dev chain, else the facilitator's first network)")
 	f.Int64Var(&rc.payments.CreditsPerDollar, "credits-per-dollar", 1000, "credits one dollar buys (a month of monitoring is 19,000 credits)")
+	f.StringArrayVar(&rc.rateLimits, "registry-rate-limit", nil, "registry rate-limit bucket NAME=RATE:BURST (address, key, mint), or off (repeatable; default address=50:200, key=100:400, mint=0.0167:10, one a minute)")
+	f.StringArrayVar(&rc.trustedProxies, "registry-trusted-proxy", nil, "CIDR whose X-Forwarded-For names the client for the registry's per-address limits (repeatable)")
+	f.StringVar(&rc.claimResolver, "claim-resolver", "", "host:port of the DNS server ownership claims ask for their TXT record (default: the system resolver)")
+	f.DurationVar(&rc.claimTTL, "claim-ttl", access.DefaultClaimTTL, "how long an ownership claim's challenge may be verified")
+}
+
+// registryLimits reads --registry-rate-limit: nil (no limits) for "off",
+// the defaults with the named buckets replaced otherwise.
+func (rc *registryConfig) registryLimits() ([]web.Bucket, error) {
+	buckets := slices.Clone(registry.DefaultRateLimits)
+	for _, spec := range rc.rateLimits {
+		for _, one := range strings.Split(spec, ",") {
+			if one = strings.TrimSpace(one); one == "" {
+				continue
+			}
+			if one == "off" {
+				return nil, nil
+			}
+			b, err := web.ParseBucketSpec(one)
+			if err != nil {
+				return nil, fmt.Errorf("--registry-rate-limit: %w", err)
+			}
+			i := slices.IndexFunc(buckets, func(x web.Bucket) bool { return x.Name == b.Name })
+			if i < 0 {
+				return nil, fmt.Errorf("--registry-rate-limit %q: the buckets are address, key and mint", one)
+			}
+			buckets[i] = b
+		}
+	}
+	return buckets, nil
+}
+
+// registryProxies reads --registry-trusted-proxy.
+func (rc *registryConfig) registryProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range rc.trustedProxies {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("--registry-trusted-proxy %q: %w", s, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func (rc *registryConfig) validate() error {
+	if _, err := rc.registryLimits(); err != nil {
+		return err
+	}
+	if _, err := rc.registryProxies(); err != nil {
+		return err
+	}
 	for _, u := range rc.upstreams {
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 			return fmt.Errorf("--upstream %q: must be an http(s) base URL", u)
@@ -284,7 +341,25 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 	// it out of their demand as this registry never counts it as its own.
 	probes.Fetcher = web.NewFetcher(web.FetchOptions{AllowPrivate: c.global.allowPrivate, Resolve: stores.resolve,
 		Timeout: probes.Timeout, UserAgent: "ardx-probe/" + version + " (+" + publicURL + "/reliability)"})
+	limits, err := rc.registryLimits()
+	if err != nil {
+		ln.Close()
+		stores.close()
+		return nil, err
+	}
+	if limits == nil {
+		regLog.Warn("registry rate limiting is off (--registry-rate-limit off): for tests and local load only")
+	}
+	proxies, err := rc.registryProxies()
+	if err != nil {
+		ln.Close()
+		stores.close()
+		return nil, err
+	}
 	svc, err := registry.New(registry.Config{
+		RateLimits:         limits,
+		TrustedProxies:     proxies,
+		Claims:             access.ClaimConfig{Resolver: rc.claimResolver, TTL: rc.claimTTL},
 		Probe:              probes,
 		PublicURL:          publicURL,
 		Fetcher:            stores.ingester.Fetcher,

@@ -106,6 +106,20 @@ func (db *DB) GetAPIKey(id string) (APIKey, error) {
 	return k, err
 }
 
+// GetKeyAccount returns the key with the public id and its account, in one
+// read transaction (authentication reads both on every request).
+func (db *DB) GetKeyAccount(id string) (APIKey, Account, error) {
+	var k APIKey
+	var a Account
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if err := getJSON(tx.Bucket(bucketAccountKeys), id, &k); err != nil {
+			return err
+		}
+		return getJSON(tx.Bucket(bucketAccounts), k.AccountID, &a)
+	})
+	return k, a, err
+}
+
 // AccountKeys returns every key of the account, revoked ones included,
 // oldest first. Keys are few, so it walks the bucket.
 func (db *DB) AccountKeys(accountID string) ([]APIKey, error) {

@@ -280,7 +280,7 @@ func TestPrivateEntries(t *testing.T) {
 		t.Fatalf("owner's /agents: %v", list)
 	}
 	_, ex, _ := e.call(t, acme, http.MethodPost, "/explore", `{"query":{"text":"quokka"},"resultType":{"facets":["publisher"]}}`)
-	if !strings.Contains(mustJSON(t, ex), `"acme.test"`) {
+	if !strings.Contains(mustJSON(t, ex), `{"count":2,"privateCount":2,"value":"acme.test"}`) {
 		t.Fatalf("owner's explore: %v", ex)
 	}
 	_, mine, _ := e.call(t, acme, http.MethodGet, "/private/entries", "")
@@ -320,9 +320,11 @@ func TestPrivateEntries(t *testing.T) {
 	if after["documents"] != before["documents"] {
 		t.Errorf("/health counts private entries: %v -> %v", before["documents"], after["documents"])
 	}
-	_, feed, _ := e.call(t, "", http.MethodGet, "/feed/changes", "")
-	if strings.Contains(mustJSON(t, feed), "acme.test") {
-		t.Errorf("feed shows private entries: %v", feed)
+	for _, path := range []string{"/feed/changes", "/stats", "/state-of-mcp", "/tool-safety", "/agents?pageSize=100"} {
+		st, out, _ := e.call(t, "", http.MethodGet, path, "")
+		if raw := mustJSON(t, out); st != http.StatusOK || strings.Contains(raw, "acme.test") {
+			t.Errorf("%s shows private entries: %d %s", path, st, raw)
+		}
 	}
 	if err := e.svc.Flush(t.Context()); err != nil {
 		t.Fatal(err)

@@ -90,7 +90,7 @@ func (s *Service) handleAgents(w http.ResponseWriter, r *http.Request, _ httprou
 	for _, id := range res.IDs {
 		e, ok := entries[id]
 		if !ok {
-			s.log.Warn("indexed entry missing from kv", "identifier", id)
+			s.warnMissing(id, req.Viewers)
 			continue
 		}
 		if !mayView(e.Owner, req.Viewers) {

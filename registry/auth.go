@@ -64,3 +64,14 @@ func (s *Service) appendViewScope(b []byte, r *http.Request) []byte {
 	}
 	return b
 }
+
+// warnMissing logs an indexed entry that kv no longer holds (index and kv
+// briefly out of step). For a caller who sees private entries the hit may
+// be one being deleted, so its identifier stays out of the log.
+func (s *Service) warnMissing(id string, viewers []string) {
+	if len(viewers) > 0 {
+		s.log.Warn("indexed entry missing from kv (identifier withheld: the search could see private entries)")
+		return
+	}
+	s.log.Warn("indexed entry missing from kv", "identifier", id)
+}

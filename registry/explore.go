@@ -138,6 +138,9 @@ type facetResult struct {
 type bucket struct {
 	Value string `json:"value"`
 	Count int    `json:"count"`
+	// PrivateCount is how many of Count are the caller's private entries,
+	// for a caller with a key that sees some; absent otherwise.
+	PrivateCount *int `json:"privateCount,omitempty"`
 }
 
 // handleExplore handles "POST /explore". It never federates (ADR-0005).
@@ -152,19 +155,58 @@ func (s *Service) handleExplore(w http.ResponseWriter, r *http.Request, _ httpro
 		s.writeError(w, r, err)
 		return
 	}
-	facets, err := s.ix.Facets(r.Context(), req.Text, req.Filter, s.viewers(r), req.Facets)
+	viewers := s.viewers(r)
+	facets, err := s.ix.Facets(r.Context(), req.Text, req.Filter, viewers, req.Facets)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	// A caller who sees private entries gets each bucket's private share:
+	// its count less the public count of the same value.
+	var public map[string]index.Facet
+	if len(viewers) > 0 {
+		if public, err = s.ix.Facets(r.Context(), req.Text, req.Filter, nil, req.Facets); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	resp := exploreResponse{ResultType: "facets", Facets: make(map[string]facetResult, len(req.Facets))}
 	for _, fr := range req.Facets {
 		f := facets[fr.Field]
 		out := facetResult{Buckets: make([]bucket, 0, len(f.Buckets)), OtherCount: f.Other}
 		for _, b := range f.Buckets {
-			out.Buckets = append(out.Buckets, bucket{Value: b.Value, Count: b.Count})
+			out.Buckets = append(out.Buckets, bucket{Value: b.Value, Count: b.Count, PrivateCount: privateShare(b, public, fr)})
 		}
 		resp.Facets[fr.Field] = out
 	}
 	web.WriteJSON(w, http.StatusOK, resp)
+}
+
+// privateShare is b's count less the public count of its value, when that
+// is known: the value is among the public buckets, or the public buckets
+// are fewer than the limit (so a value absent there has none). nil when no
+// public counts were taken or the share cannot be told.
+func privateShare(b index.Bucket, public map[string]index.Facet, fr index.FacetRequest) *int {
+	if public == nil {
+		return nil
+	}
+	pf := public[fr.Field]
+	n := b.Count
+	found := false
+	for _, pb := range pf.Buckets {
+		if pb.Value == b.Value {
+			n -= pb.Count
+			found = true
+			break
+		}
+	}
+	limit := fr.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	if !found && len(pf.Buckets) >= limit {
+		return nil
+	}
+	n = max(n, 0)
+	return &n
 }

@@ -24,9 +24,9 @@ const (
 
 // DefaultRateLimits are the limits `ardx registry` and `ardx serve` apply.
 var DefaultRateLimits = []web.Bucket{
-	{Name: BucketAddress, Rate: 10, Burst: 60},
-	{Name: BucketKey, Rate: 50, Burst: 200},
-	{Name: BucketMint, Rate: 1.0 / 60, Burst: 5},
+	{Name: BucketAddress, Rate: 50, Burst: 200},
+	{Name: BucketKey, Rate: 100, Burst: 400},
+	{Name: BucketMint, Rate: 1.0 / 60, Burst: 10},
 }
 
 // unlimitedRoutes are not rate limited: liveness polls.

@@ -400,7 +400,7 @@ func (s *Service) localItems(hits []index.Hit, viewers []string) ([]resultItem, 
 	for _, h := range hits {
 		e, ok := entries[h.ID]
 		if !ok {
-			s.log.Warn("indexed entry missing from kv", "identifier", h.ID)
+			s.warnMissing(h.ID, viewers)
 			continue
 		}
 		if !mayView(e.Owner, viewers) {

@@ -82,7 +82,7 @@ func (s *Store) Authenticate(authorization string) (*Caller, error) {
 	if !ok {
 		return nil, ErrMalformedKey
 	}
-	rec, err := s.db.GetAPIKey(id)
+	rec, a, err := s.db.GetKeyAccount(id)
 	if errors.Is(err, kv.ErrNotFound) {
 		// Hash anyway, so an unknown id costs what a known one does.
 		sum := sha256.Sum256([]byte(key))
@@ -98,13 +98,6 @@ func (s *Store) Authenticate(authorization string) (*Caller, error) {
 	}
 	if !rec.RevokedAt.IsZero() {
 		return nil, ErrRevokedKey
-	}
-	a, err := s.db.GetAccount(rec.AccountID)
-	if errors.Is(err, kv.ErrNotFound) {
-		return nil, ErrUnknownKey
-	}
-	if err != nil {
-		return nil, fmt.Errorf("access: authenticate: %w", err)
 	}
 	c := &Caller{AccountID: a.ID, KeyID: rec.ID}
 	for _, d := range a.Domains {
