@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -146,5 +147,40 @@ func TestCreditsPrice(t *testing.T) {
 	c.PerDollar = 3
 	if _, err := c.Price(1); err == nil {
 		t.Error("a price of a third of a micro-dollar accepted")
+	}
+}
+
+// TestCreditsBuyConcurrentOnce: the same payment sent many times at once
+// credits once and moves money once.
+func TestCreditsBuyConcurrentOnce(t *testing.T) {
+	db := kvtest.Open(t)
+	fac := x402paytest.New(t)
+	c := &access.Credits{DB: db, Merchant: &x402pay.Merchant{FacilitatorURL: fac.URL, Network: x402paytest.Network, PayTo: testPayTo}}
+	ctx := context.Background()
+	o, err := c.Offer(ctx, "http://registry.test/credits", 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay := decode(t, o, paymentHeader(t, o, 9, goodSig))
+	errs := make(chan error, 16)
+	for range 16 {
+		go func() {
+			out, err := c.Buy(ctx, "acct", 5000, pay)
+			if err == nil && (out.Refused != "" || !out.Settlement.Success) {
+				err = fmt.Errorf("outcome %+v", out)
+			}
+			errs <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bal, _ := db.CreditBalance("acct"); bal != 5000 {
+		t.Fatalf("balance %d after 16 concurrent sends of one payment", bal)
+	}
+	if _, transfers := fac.Counts(); transfers != 1 {
+		t.Fatalf("transfers %d", transfers)
 	}
 }
