@@ -26,6 +26,7 @@ import (
 	"github.com/ardx-dev/ardx/facilitator/screen"
 	"github.com/ardx-dev/ardx/facilitator/settle"
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry"
 	"github.com/ardx-dev/ardx/web"
 )
 
@@ -472,6 +473,10 @@ func (c *cli) serveCmd() *cobra.Command {
 					if err != nil {
 						return nil, err
 					}
+					if err := sellCreditsThrough(reg, rf, rc.payments, logger); err != nil {
+						rf.close(ctx)
+						return nil, err
+					}
 					return rf.close, nil
 				})
 		},
@@ -480,6 +485,33 @@ func (c *cli) serveCmd() *cobra.Command {
 	fc.flags(cmd)
 	c.serverFlags(cmd)
 	return cmd
+}
+
+// sellCreditsThrough points the registry's sale of credits at the built-in
+// facilitator, unless --facilitator-url named another: on its dev chain when
+// it runs one, else its first network, paid to --pay-to or, on the dev
+// chain, to the dev merchant account. The
+// registry still calls it over HTTP, like any merchant.
+func sellCreditsThrough(reg *runningRegistry, rf *runningFacilitator, p registry.PaymentsConfig, logger *slog.Logger) error {
+	if p.FacilitatorURL != "" {
+		return nil
+	}
+	p.FacilitatorURL = rf.srv.URL()
+	switch {
+	case p.Network != "":
+	case rf.dev != nil:
+		p.Network = rf.dev.Network.ID()
+	case len(rf.networks) > 0:
+		p.Network = rf.networks[0].ID()
+	}
+	if p.PayTo == "" && rf.dev != nil {
+		p.PayTo = rf.dev.Merchant.Hex()
+	}
+	if p.PayTo == "" || p.Network == "" {
+		logger.Info("registry sells no credits: give --pay-to (and --pay-network) to sell them through the built-in facilitator", "component", "registry")
+		return nil
+	}
+	return reg.svc.SetPayments(p)
 }
 
 func (c *cli) payCmd() *cobra.Command {

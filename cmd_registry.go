@@ -43,6 +43,8 @@ type registryConfig struct {
 	trustedProxies []string
 	claimResolver  string
 	claimTTL       time.Duration
+	// payments sells credits through a facilitator (see registry.PaymentsConfig).
+	payments registry.PaymentsConfig
 }
 
 func (rc *registryConfig) flags(cmd *cobra.Command) {
@@ -64,6 +66,10 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.IntVar(&rc.probe.Budget, "endpoint-probe-budget", 600, "probes started per minute across all hosts")
 	f.IntVar(&rc.probe.DownAfter, "endpoint-probe-down-after", 3, "consecutive failed probes before an endpoint is reported down")
 	f.DurationVar(&rc.benchInterval, "bench-interval", 24*time.Hour, "run the frozen search benchmark (/bench) this often, counted from the last run (0 = only on demand: ardx bench)")
+	f.StringVar(&rc.payments.FacilitatorURL, "facilitator-url", "", "x402 facilitator the registry calls (/verify, /settle) to sell credits (default under serve: the built-in facilitator; empty under registry: no credits sold)")
+	f.StringVar(&rc.payments.PayTo, "pay-to", "", "address that receives credit payments (default under serve with the dev chain: its merchant account)")
+	f.StringVar(&rc.payments.Network, "pay-network", "", "network credits are paid on, CAIP-2 id or v1 name (default under serve: the dev chain, else the facilitator's first network)")
+	f.Int64Var(&rc.payments.CreditsPerDollar, "credits-per-dollar", 1000, "credits one dollar buys (a month of monitoring is 19,000 credits)")
 	f.StringArrayVar(&rc.rateLimits, "registry-rate-limit", nil, "registry rate-limit bucket NAME=RATE:BURST (address, key, mint), or off (repeatable; default address=50:200, key=100:400, mint=0.0167:10, one a minute)")
 	f.StringArrayVar(&rc.trustedProxies, "registry-trusted-proxy", nil, "CIDR whose X-Forwarded-For names the client for the registry's per-address limits (repeatable)")
 	f.StringVar(&rc.claimResolver, "claim-resolver", "", "host:port of the DNS server ownership claims ask for their TXT record (default: the system resolver)")
@@ -137,6 +143,12 @@ func (rc *registryConfig) validate() error {
 	}
 	if rc.demandRetention <= 0 {
 		return fmt.Errorf("--demand-retention must be positive")
+	}
+	if rc.payments.CreditsPerDollar < 1 || rc.payments.CreditsPerDollar > 1_000_000 {
+		return fmt.Errorf("--credits-per-dollar must be from 1 to 1,000,000")
+	}
+	if p := rc.payments; p.FacilitatorURL != "" && (p.PayTo == "" || p.Network == "") {
+		return fmt.Errorf("--facilitator-url needs --pay-to and --pay-network")
 	}
 	switch p := rc.probe; {
 	case p.Interval < 0:
@@ -363,6 +375,11 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		DemandRetention:    rc.demandRetention,
 		Bench:              registry.BenchConfig{Interval: rc.benchInterval},
 		Logger:             logger,
+		Payments:           rc.payments,
+		// Webhooks refuse private addresses unless the operator allowed
+		// them (local development), and never follow a redirect.
+		WebhookFetcher: web.NewFetcher(web.FetchOptions{AllowPrivate: c.global.allowPrivate, MaxRedirects: -1,
+			Timeout: 10 * time.Second, MaxBytes: 64 << 10, UserAgent: "ardx/" + version}),
 	}, stores.db, stores.ix)
 	if err != nil {
 		ln.Close()

@@ -44,6 +44,8 @@ var developersPage = web.DevPage{
 				Action: "Retry with backoff."},
 			{ID: web.SlugServiceUnavailable, Status: "503 Service Unavailable", Meaning: "The search index is not answering, or the request was cancelled while it ran.",
 				Action: "Retry after a short wait; /health says when the registry is back."},
+			{ID: web.SlugNotImplemented, Status: "501 Not Implemented", Meaning: "POST /credits on a registry whose operator configured no x402 facilitator: it sells no credits (GET /x402 says so). A 503 there means the facilitator did not answer; nothing was charged.",
+				Action: "Use a registry that sells credits, or, as its operator, start it with --facilitator-url, --pay-to and --pay-network."},
 		},
 	}},
 }

@@ -24,6 +24,8 @@ import (
 const (
 	feedFreeWindow = 24 * time.Hour
 	feedFreeItems  = 100
+	// feedMonitoredItems is the page size a monitored domain's feed may ask.
+	feedMonitoredItems = 1000
 	// feedScanLimit bounds the events one filtered request reads, so a
 	// rare filter cannot walk the whole log; the cursor then moves on past
 	// what was read.
@@ -102,11 +104,15 @@ func (s *Service) handleFeedChanges(w http.ResponseWriter, r *http.Request, _ ht
 	since, limitRaw, publisher, kind := one("since"), one("limit"), strings.ToLower(one("publisher")), one("kind")
 	limit := feedFreeItems
 	beyondFree := ""
+	// A domain's live monitoring lifts the free tier for its feed.
+	lifted := s.monitoringLifts(r, publisher)
 	if limitRaw != "" {
 		n, err := strconv.Atoi(limitRaw)
 		switch {
 		case err != nil || n < 1:
 			fe.add("limit", "must be a positive integer")
+		case lifted && n <= feedMonitoredItems:
+			limit = n
 		case n > feedFreeItems:
 			beyondFree = "a page of more than " + strconv.Itoa(feedFreeItems) + " items"
 		default:
@@ -145,6 +151,12 @@ func (s *Service) handleFeedChanges(w http.ResponseWriter, r *http.Request, _ ht
 	if p := fe.problem(s.problems); p != nil {
 		s.problems.Write(w, r, p)
 		return
+	}
+	if lifted {
+		beyondFree = ""
+		if byCursor {
+			cutoff = time.Time{} // no cursor is too old
+		}
 	}
 	if beyondFree != "" {
 		s.writeBeyondFree(w, r, beyondFree)

@@ -14,9 +14,9 @@ import (
 // Monitoring terms from the contract (registry-service.md, Limits), shown
 // among the free numbers.
 const (
-	monitoringTrialDays       = 14
-	monitoringCreditsPerCycle = 19000
-	monitoringCycleDays       = 30
+	monitoringTrialDays       = int(access.TrialLength / (24 * time.Hour))
+	monitoringCreditsPerCycle = access.PeriodCredits
+	monitoringCycleDays       = int(access.Period / (24 * time.Hour))
 )
 
 // freeNumbers are what anyone may do without paying, as GET /me shows them

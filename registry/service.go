@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -89,6 +90,16 @@ type Config struct {
 	// Bench schedules the frozen benchmark (StartBench); zero runs it only
 	// on demand (RunBench).
 	Bench BenchConfig
+	// Payments configures the sale of credits (GET /x402, POST /credits);
+	// the zero value sells none. SetPayments sets it after New.
+	Payments PaymentsConfig
+	// MonitorInterval is how often monitoring charges run and the alert
+	// outbox is filled and delivered; zero means 10 s, negative never
+	// (tests drive RunMonitoring).
+	MonitorInterval time.Duration
+	// WebhookFetcher posts monitoring alerts; nil means web.NewFetcher
+	// refusing private addresses and redirects, 10 s, 64 KiB answers.
+	WebhookFetcher *web.Fetcher
 }
 
 // Service is the registry's HTTP service. Create it with New, serve
@@ -125,6 +136,11 @@ type Service struct {
 
 	bench     benchState // the frozen benchmark's runs and /bench.json
 	planVocab planVocab  // POST /plan's vocabulary of the index
+	// Monitoring and credits (registry/access).
+	credits     atomic.Pointer[access.Credits] // swapped by SetPayments
+	monitor     *access.Monitor
+	alerts      *access.Alerts
+	stopMonitor func(context.Context) error
 }
 
 // upstream is one registry federation=auto may ask.
@@ -240,6 +256,9 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 		return nil, err
 	}
 	s.demand = newDemandWriter(db, s.log, s.cfg.Now, cfg.DemandRetention)
+	if err := s.initMonitoring(); err != nil {
+		return nil, err
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -256,7 +275,7 @@ func (s *Service) Flush(ctx context.Context) error { return s.demand.flush(ctx) 
 // recorded.
 func (s *Service) Close(ctx context.Context) error {
 	s.breakers.close()
-	return errors.Join(s.closeBench(ctx), s.prober.sched.Close(ctx), s.demand.close(ctx))
+	return errors.Join(s.closeBench(ctx), s.stopMonitor(ctx), s.prober.sched.Close(ctx), s.demand.close(ctx))
 }
 
 // route is one method and path of the API.
@@ -297,6 +316,11 @@ func (s *Service) routeTable() []route {
 		{http.MethodDelete, "/private/entries", s.handlePrivateDelete},
 		{http.MethodGet, "/me", s.handleMe},
 		{http.MethodPost, "/keys/rotate", s.handleKeyRotate},
+		{http.MethodGet, "/x402", s.handleX402},
+		{http.MethodPost, "/credits", s.handleCreditsBuy},
+		{http.MethodPost, "/monitoring/start", s.handleMonitoringStart},
+		{http.MethodPost, "/monitoring/stop", s.handleMonitoringStop},
+		{http.MethodGet, "/monitoring/mine", s.handleMonitoringMine},
 	}
 }
 
@@ -359,7 +383,7 @@ func withCORS(next http.Handler) http.Handler {
 func preflight(w http.ResponseWriter, _ *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", h.Get("Allow"))
-	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, PAYMENT-SIGNATURE, X-PAYMENT")
 	h.Set("Access-Control-Max-Age", "86400")
 	w.WriteHeader(http.StatusNoContent)
 }
