@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO      ?= go
 BENCH   ?= .
 
-.PHONY: build run test e2e bench bench-side-by-side lint testdata bench-tasks
+.PHONY: build run test e2e bench bench-search-load bench-side-by-side lint testdata bench-tasks
 
 build: ## the binary, ./ardx
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o ardx .
@@ -17,8 +17,12 @@ test: ## every hermetic test: in-process servers and the simulated chain; lists 
 e2e: build ## the end-to-end tier: the built binary, a real chain node, real clients
 	ARDX_BIN=$(CURDIR)/ardx $(GO) test -tags e2e -count=1 -timeout 20m -v ./e2e/...
 
-bench: ## benchmarks, reported as numbers (never timed assertions)
+bench: ## benchmarks, reported as numbers (never timed assertions); ends with bench-search-load
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m ./...
+	$(MAKE) bench-search-load
+
+bench-search-load: build ## search through the built binary from a separate load generator: 100k entries, unique natural-language queries, 1 and 8 clients
+	$(GO) run ./internal/loadgen -bin $(CURDIR)/ardx
 
 bench-side-by-side: build ## ardx and the official TypeScript facilitator on one geth --dev: verify and settle throughput
 	ARDX_BIN=$(CURDIR)/ardx ARDX_E2E_SIDE_BY_SIDE=1 $(GO) test -tags e2e -count=1 -timeout 20m -v -run TestSideBySideThroughput ./e2e/...

@@ -157,6 +157,12 @@ type Index struct {
 
 	calMu sync.Mutex // held while recalibrating
 	cal   atomic.Pointer[calibration]
+
+	// termCoordination scales a term's score by the share of its fields
+	// that match, as Bleve's disjunction over them does. Off in use (see
+	// rank.go); the tests that compare the ranker with Bleve's searchers
+	// turn it on before the first search.
+	termCoordination bool
 }
 
 // Options tune OpenWith.

@@ -38,17 +38,23 @@ import (
 //	leaf(t, f, d)   = idf · sqrt(freq)·k1 / (sqrt(freq) + k1·(1 − b + b·len/avgLen))
 //	                  · boost · idf · qnorm
 //	idf             = ln(1 + (N − df + 0.5) / (df + 0.5))     (df of t in field f)
-//	boost           = leafBoost(f, idf, the term's idf)       (search.go)
+//	boost           = leafBoost(f, idf, the term's idf, query terms) (search.go)
 //	avgLen          = ceil(field cardinality / N)
 //	qnorm           = 1 / sqrt(Σ over every leaf of (boost · idf)²)
-//	term(t, d)      = Σ leaves of t matching d · (leaves matching / leaves of t)
+//	term(t, d)      = Σ leaves of t matching d
 //	group(G, d)     = Σ terms of G matching d · (terms matching / terms of G)
 //	score(d)        = group(must, d) + group(should, d)
 //
-// a doc matching at least one must term. Sums run in the order Bleve's
-// disjunction searchers add them (clauses sorted by posting count), so
-// scores agree to the bit on amd64; a test compares the two on hundreds of
-// queries. A bound is the same sums with every leaf not yet looked at
+// a doc matching at least one must term. One difference from Bleve: Bleve
+// also scales term(t, d) by the share of t's leaves that match (its
+// disjunction over the fields), which halved a term a doc has only in its
+// text next to a doc that also has it in its name, and so made name hits
+// outweigh what a request describes (docs/decisions.md);
+// Index.termCoordination restores it. With it, sums run in the order
+// Bleve's disjunction searchers add them (clauses sorted by posting
+// count), so scores agree to the bit on amd64; a test compares the two on
+// hundreds of queries, and the search fuzz target compares pruned with
+// unpruned rankings in the form in use. A bound is the same sums with every leaf not yet looked at
 // counted as matching at its bound, coordination factors included.
 //
 // A leaf's bound is its query weight (boost · idf · qnorm) times the
@@ -180,11 +186,13 @@ func (l *leaf) scoreAt(p int) float64 { return l.list.s[p] * l.qw }
 // term is one query term: its leaves, in the order Bleve sums them.
 type term struct {
 	leaves []leaf
+	coord  bool // Index.termCoordination
 }
 
-// score is the term's score at d, its leaves having been looked at there,
-// as Bleve's disjunction over the term's fields computes it; ok is false
-// when no leaf matches.
+// score is the term's score at d, its leaves having been looked at there:
+// their sum, scaled (with coord, as Bleve's disjunction over the term's
+// fields does) by the share of them that match; ok is false when no leaf
+// matches.
 func (t *term) score(d uint64) (sum float64, ok bool) {
 	n := 0
 	for i := range t.leaves {
@@ -193,7 +201,7 @@ func (t *term) score(d uint64) (sum float64, ok bool) {
 			n++
 		}
 	}
-	if n > 0 && len(t.leaves) > 1 {
+	if n > 0 && len(t.leaves) > 1 && t.coord {
 		sum = sum * (float64(n) / float64(len(t.leaves)))
 	}
 	return sum, n > 0
@@ -243,11 +251,12 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		qt := &p.terms[ti]
 		t := &rk.terms[ti]
 		t.leaves = make([]leaf, len(qt.fields))
+		t.coord = ix.termCoordination
 		for li, fi := range qt.fields {
 			l := &t.leaves[li]
 			l.df = qt.df[li]
 			l.idf = idf(p.docs, l.df)
-			l.boost = leafBoost(fi, l.idf, idf(p.docs, qt.maxDF))
+			l.boost = leafBoost(fi, l.idf, idf(p.docs, qt.maxDF), len(p.terms))
 			key := leafKey{qt.term, fi}
 			if snap != "" {
 				l.list = ix.postings.get(snap, key)
@@ -842,7 +851,7 @@ func combine(gsum [2]float64, gn, size [2]int) (float64, bool) {
 // termBound is term t's bound with ub summed over k of its leaves, scaled
 // by its coordination factor.
 func termBound(rk *ranker, t int, ub float64, k int) float64 {
-	if f := len(rk.terms[t].leaves); f > 1 {
+	if f := len(rk.terms[t].leaves); f > 1 && rk.terms[t].coord {
 		return ub * (float64(k) / float64(f))
 	}
 	return ub

@@ -133,7 +133,7 @@ func externalSets(tb testing.TB) []relSet {
 		for _, d := range s.Docs {
 			tool, _, _ := strings.Cut(d.DisplayName, ":")
 			set.docs = append(set.docs, index.Doc{
-				ID: d.ID, Name: d.ID, DisplayName: d.DisplayName, Description: d.Description,
+				ID: d.ID, Name: d.ID[strings.LastIndex(d.ID, ":")+1:], DisplayName: d.DisplayName, Description: d.Description,
 				Capabilities: d.Capabilities, Tags: d.Tags, Publisher: strings.ToLower(tool) + ".example",
 			})
 		}

@@ -358,7 +358,7 @@ func (p *textPlan) query() query.Query {
 			for li, fi := range qt.fields {
 				tq := query.NewTermQuery(qt.term)
 				tq.SetField(textFields[fi].name)
-				tq.SetBoost(leafBoost(fi, idf(p.docs, qt.df[li]), idf(p.docs, qt.maxDF)))
+				tq.SetBoost(leafBoost(fi, idf(p.docs, qt.df[li]), idf(p.docs, qt.maxDF), len(p.terms)))
 				leaves = append(leaves, tq)
 			}
 			qs = append(qs, disjunction(leaves))
@@ -392,14 +392,29 @@ func idf(n, df uint64) float64 {
 	return math.Log(1 + (N-d+0.5)/(d+0.5))
 }
 
+// nameFullTerms is the longest query (in terms found in the index) whose
+// name-field hits keep the field's whole boost; past it the name boost
+// falls with the square of the share (nameFullTerms/terms). A name is a
+// few words: a keyword search of a few words that hits it says most, a
+// request of fifteen words that shares one word with a name says little,
+// and at 100k entries those one-word name hits crowded out the entries
+// whose descriptions answered the request (docs/decisions.md).
+const nameFullTerms = 4
+
 // leafBoost is the query boost of a term in text field fi whose idf there
 // is leafIDF, termIDF being its idf over the doc (from its largest df over
-// the fields). Bleve scores a leaf boost·leafIDF² (times the query norm
-// and the term-frequency part); the boost makes that the field's boost
-// times termIDF^idfPower. The plan's Bleve query and the ranker both use
-// it, so their scores agree.
-func leafBoost(fi int, leafIDF, termIDF float64) float64 {
-	return textFields[fi].boost * math.Pow(termIDF, idfPower) / (leafIDF * leafIDF)
+// the fields), in a query of terms terms. Bleve scores a leaf
+// boost·leafIDF² (times the query norm and the term-frequency part); the
+// boost makes that the field's boost (for the name, softened in long
+// queries) times termIDF^idfPower. The plan's Bleve query and the ranker
+// both use it, so their scores agree.
+func leafBoost(fi int, leafIDF, termIDF float64, terms int) float64 {
+	b := textFields[fi].boost
+	if textFields[fi].name == fieldName && terms > nameFullTerms {
+		share := float64(nameFullTerms) / float64(terms)
+		b *= share * share
+	}
+	return b * math.Pow(termIDF, idfPower) / (leafIDF * leafIDF)
 }
 
 func disjunction(qs []query.Query) query.Query {

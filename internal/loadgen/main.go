@@ -1,0 +1,500 @@
+// Command loadgen measures search through the real ardx binary over HTTP,
+// from a separate process: it writes a registry of N entries built from the
+// toolsdk package list, ingests it with `ardx ingest`, starts `ardx
+// registry` on loopback, and sends MetaTool's natural-language queries to
+// POST /search (federation none), each text once in the whole run, so no
+// cache answers any of them. It runs one client, then several, and prints
+// each run as a Go benchmark line (p50, p99, searches/s), so `make bench`
+// output reads as one report.
+//
+//	go run ./internal/loadgen -bin ./ardx
+//
+// The data comes from ../shared/data (or $ARDX_SHARED_DATA); where it is
+// absent the command says so and exits 0, as a skipped benchmark does.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ardx-dev/ardx/internal/procstat"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	bin      string
+	entries  int
+	clients  []int
+	perRun   int
+	warm     int
+	dataDir  string
+	keepData bool
+}
+
+func run() error {
+	var c config
+	var clients string
+	flag.StringVar(&c.bin, "bin", "./ardx", "the ardx binary to measure")
+	flag.IntVar(&c.entries, "entries", 100_000, "registry entries")
+	flag.StringVar(&clients, "clients", "1,8", "concurrent clients per run, comma-separated")
+	flag.IntVar(&c.perRun, "queries", 0, "queries per run (0: share the unique queries out evenly after the warm-up)")
+	flag.IntVar(&c.warm, "warm", 500, "unmeasured queries first (their texts are not used again)")
+	flag.StringVar(&c.dataDir, "data", "", "data dir to reuse (kept); default a fresh temporary one, removed after")
+	flag.Parse()
+	for _, s := range strings.Split(clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-clients %q: want positive integers", clients)
+		}
+		c.clients = append(c.clients, n)
+	}
+	shared, err := sharedData()
+	if err != nil {
+		fmt.Printf("loadgen: skipped: %v\n", err)
+		return nil
+	}
+	queries, err := metaToolQueries(filepath.Join(shared, "metatool", "all_clean_data.csv"))
+	if err != nil {
+		return err
+	}
+	need := c.warm + len(c.clients)*max(c.perRun, 1)
+	if len(queries) < need {
+		return fmt.Errorf("%d unique queries, the runs need %d", len(queries), need)
+	}
+	if c.perRun == 0 {
+		c.perRun = (len(queries) - c.warm) / len(c.clients)
+	}
+	bin, err := filepath.Abs(c.bin)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("-bin: %w (make build first)", err)
+	}
+
+	data := c.dataDir
+	if data == "" {
+		tmp, err := os.MkdirTemp("", "ardx-loadgen-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		data = tmp
+	}
+	if _, err := os.Stat(filepath.Join(data, "ardx.db")); err != nil {
+		start := time.Now()
+		if err := ingestCorpus(bin, data, filepath.Join(shared, "toolsdk", "packages-list.json"), c.entries); err != nil {
+			return err
+		}
+		fmt.Printf("loadgen: ingested %d entries in %v\n", c.entries, time.Since(start).Round(time.Millisecond))
+	}
+
+	srv, err := startRegistry(bin, data)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	fmt.Printf("loadgen: ardx registry pid %d at %s\n", srv.cmd.Process.Pid, srv.url)
+
+	client := &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxIdleConns: 64, DisableCompression: true},
+	}
+	if _, err := drive(client, srv.url, queries[:c.warm], 2); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	next := queries[c.warm:]
+	for _, n := range c.clients {
+		qs := next[:c.perRun]
+		next = next[c.perRun:]
+		cpu0 := procstat.CPUTimeOf(srv.cmd.Process.Pid)
+		r, err := drive(client, srv.url, qs, n)
+		if err != nil {
+			return fmt.Errorf("%d clients: %w", n, err)
+		}
+		// The server's CPU time per search: on a shared machine wall
+		// time mostly measures the neighbours, CPU time what ardx costs.
+		cpu := procstat.CPUTimeOf(srv.cmd.Process.Pid) - cpu0
+		fmt.Printf("BenchmarkSearchLoadgen/entries=%d/clients=%d\t%8d\t%10.0f ns/op\t%8.3f p50-ms\t%8.3f p99-ms\t%8.0f searches/s\t%8.1f server-cpu-µs/op\n",
+			c.entries, n, len(qs), float64(r.wall.Nanoseconds())/float64(len(qs)), ms(r.p50), ms(r.p99), float64(len(qs))/r.wall.Seconds(),
+			float64(cpu.Microseconds())/float64(len(qs)))
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// sharedData finds the shared data folder: $ARDX_SHARED_DATA, else
+// ../shared/data beside the module (the working directory of `make`).
+func sharedData() (string, error) {
+	dir := os.Getenv("ARDX_SHARED_DATA")
+	if dir == "" {
+		dir = filepath.Join("..", "shared", "data")
+	}
+	for _, f := range []string{"metatool/all_clean_data.csv", "toolsdk/packages-list.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return "", fmt.Errorf("shared data not available (set ARDX_SHARED_DATA): %w", err)
+		}
+	}
+	return dir, nil
+}
+
+// maxQueryText is the longest query text POST /search accepts (bytes).
+const maxQueryText = 1024
+
+// metaToolQueries returns MetaTool's query texts, each once, in file
+// order, leaving out the few longer than POST /search accepts.
+func metaToolQueries(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range rows[min(1, len(rows)):] { // header
+		t := strings.TrimSpace(r[0])
+		if t == "" || len(t) > maxQueryText || seen[t] {
+			continue
+		}
+		seen[t] = true
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// ingestCorpus writes n entries built from the toolsdk package list as ARD
+// manifests of 5,000 entries and ingests them with `ardx ingest`. Copy k of
+// a package gets its own publisher and one extra word, as the registry's
+// in-process benchmark corpus does, so copies are distinct entries with
+// similar text.
+func ingestCorpus(bin, data, toolsdk string, n int) error {
+	raw, err := os.ReadFile(toolsdk)
+	if err != nil {
+		return err
+	}
+	var pkgs map[string]struct {
+		Category string `json:"category"`
+		Tools    map[string]struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &pkgs); err != nil {
+		return fmt.Errorf("%s: %w", toolsdk, err)
+	}
+	names := make([]string, 0, len(pkgs))
+	for k := range pkgs {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	type base struct {
+		name, publisher, display, desc, category string
+		tools                                    []string
+	}
+	var bases []base
+	ids := map[string]bool{} // two packages can share a publisher and a short name
+	for _, name := range names {
+		p := pkgs[name]
+		publisher, short := "npm.test", name
+		if strings.HasPrefix(name, "@") {
+			if i := strings.Index(name, "/"); i > 0 {
+				publisher, short = urnPart(name[1:i])+".test", name[i+1:]
+			}
+		}
+		bs := base{name: urnPart(short), publisher: strings.Trim(publisher, "."), category: p.Category,
+			display: strings.ReplaceAll(short, "-", " ")}
+		keys := make([]string, 0, len(p.Tools))
+		for k := range p.Tools {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		descs := []string{"MCP server " + bs.display + " for " + strings.ReplaceAll(p.Category, "-", " ") + "."}
+		for _, k := range keys {
+			bs.tools = append(bs.tools, p.Tools[k].Name)
+			descs = append(descs, p.Tools[k].Description)
+		}
+		bs.desc = strings.Join(descs, " ")
+		if len(bs.desc) > 2000 {
+			bs.desc = bs.desc[:2000]
+		}
+		if id := bs.publisher + ":" + bs.name; bs.name != "" && !ids[id] {
+			ids[id] = true
+			bases = append(bases, bs)
+		}
+	}
+	src, err := os.MkdirTemp("", "ardx-loadgen-src-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(src)
+	extra := []string{"fast", "secure", "open source", "enterprise", "lightweight", "cloud", "local", "realtime"}
+	const perFile = 5000
+	entries := make([]map[string]any, 0, perFile)
+	files := 0
+	flush := func() error {
+		if len(entries) == 0 {
+			return nil
+		}
+		b, err := json.Marshal(map[string]any{"entries": entries})
+		if err != nil {
+			return err
+		}
+		files++
+		entries = entries[:0]
+		return os.WriteFile(filepath.Join(src, fmt.Sprintf("part-%03d.json", files)), b, 0o644)
+	}
+	for i := range n {
+		bs := bases[i%len(bases)]
+		k := i / len(bases)
+		publisher, suffix := bs.publisher, ""
+		if k > 0 {
+			publisher = fmt.Sprintf("m%d.%s", k, bs.publisher)
+			suffix = fmt.Sprintf(" (%s)", extra[k%len(extra)])
+		}
+		entries = append(entries, map[string]any{
+			"identifier":            "urn:air:" + publisher + ":" + bs.name,
+			"displayName":           bs.display + suffix,
+			"type":                  "application/mcp-server-card+json",
+			"url":                   "https://" + publisher + "/mcp/" + bs.name + ".json",
+			"description":           bs.desc + suffix,
+			"tags":                  []string{bs.category},
+			"capabilities":          bs.tools,
+			"representativeQueries": []string{bs.display, bs.category + " tools"},
+		})
+		if len(entries) == perFile {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "ingest", "--data", data, src)
+	cmd.Env = testEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ardx ingest: %w\n%s", err, tail(out, 2000))
+	}
+	return nil
+}
+
+// urnPart keeps what an ARD URN segment allows.
+func urnPart(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return strings.Trim(b.String(), "-.")
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// testEnv is the environment of every ardx process loadgen starts: no
+// built-in public registry is asked and no endpoint is probed, so the
+// measure is search alone and nothing leaves loopback.
+func testEnv() []string {
+	return append(os.Environ(), "ARDX_PUBLIC_REGISTRIES=none", "ARDX_ENDPOINT_PROBE_INTERVAL=0", "ARDX_LOG_LEVEL=warn")
+}
+
+type server struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{}
+}
+
+// startRegistry starts `ardx registry` on an ephemeral loopback port and
+// waits for its "listening" log line.
+func startRegistry(bin, data string) (*server, error) {
+	s := &server{done: make(chan struct{})}
+	s.cmd = exec.Command(bin, "registry", "--data", data, "--registry-addr", "127.0.0.1:0",
+		"--no-default-corpus", "--log-format", "json")
+	env := testEnv()
+	env[len(env)-1] = "ARDX_LOG_LEVEL=info" // the listening line is at info; requests are too, and are discarded
+	s.cmd.Env = env
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start ardx registry: %w", err)
+	}
+	urls := make(chan string, 1)
+	var logTail bytes.Buffer
+	var mu sync.Mutex
+	go func() {
+		defer close(s.done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		sent := false
+		for sc.Scan() {
+			var rec struct{ Msg, Service, URL string }
+			if !sent && json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" && rec.Service == "registry" {
+				urls <- rec.URL
+				sent = true
+			}
+			if !sent {
+				mu.Lock()
+				logTail.Write(sc.Bytes())
+				logTail.WriteByte('\n')
+				mu.Unlock()
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		_ = s.cmd.Wait()
+	}()
+	select {
+	case s.url = <-urls:
+	case <-s.done:
+		mu.Lock()
+		defer mu.Unlock()
+		return nil, fmt.Errorf("ardx registry exited before listening:\n%s", tail(logTail.Bytes(), 2000))
+	case <-time.After(120 * time.Second):
+		s.stop()
+		return nil, errors.New("ardx registry did not report listening within 120 s")
+	}
+	return s, s.ready()
+}
+
+// ready waits until a search answers 200, the index being open and its
+// score calibration settled.
+func (s *server) ready() error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Post(s.url+"/search", "application/json", strings.NewReader(`{"query":{"text":"weather"},"federation":"none"}`))
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no search answered within 60 s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop ends the server by its PID (SIGTERM, then SIGKILL after 10 s).
+func (s *server) stop() {
+	if s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+type result struct {
+	wall     time.Duration
+	p50, p99 time.Duration
+}
+
+// drive sends every query once, from n clients taking the next query as
+// they finish the last, and measures each request from send to the last
+// byte of the answer.
+func drive(client *http.Client, base string, queries []string, n int) (result, error) {
+	lat := make([]time.Duration, len(queries))
+	var next atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var body bytes.Buffer
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(queries) || ctx.Err() != nil {
+					return
+				}
+				body.Reset()
+				_ = json.NewEncoder(&body).Encode(map[string]any{
+					"query": map[string]any{"text": queries[i]}, "federation": "none", "pageSize": 10,
+				})
+				t0 := time.Now()
+				err := post(ctx, client, base+"/search", body.Bytes())
+				lat[i] = time.Since(t0)
+				if err != nil {
+					errOnce.Do(func() { firstErr = fmt.Errorf("query %q: %w", queries[i], err); cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	if firstErr != nil {
+		return result{}, firstErr
+	}
+	slices.Sort(lat)
+	return result{wall: wall, p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}, nil
+}
+
+func post(ctx context.Context, client *http.Client, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
