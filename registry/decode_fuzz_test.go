@@ -2,6 +2,7 @@ package registry
 
 import (
 	"errors"
+	"github.com/ardx-dev/ardx/index"
 	"net/http"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func FuzzSearchDecode(f *testing.F) {
 			t.Fatalf("federation %q accepted", req.Federation)
 		}
 		for k, vals := range req.Filter {
-			if unsupportedFilterKeys[k] || len(vals) == 0 {
+			if !index.FilterKey(k) || len(vals) == 0 {
 				t.Fatalf("filter %q=%v accepted", k, vals)
 			}
 		}
