@@ -1,0 +1,257 @@
+package registry
+
+// pay:verified (issue 18). A paid resource (an entry stating x402 terms,
+// with a URL to call) is probed with the unpaid request its 402 answers;
+// the probe records the terms the 402 stated (kv.ProbeResult.PayTerms).
+// An entry is live while the last 402 seen, within payLiveWindow, states
+// every x402 option the entry claims: a catalogue or manifest that lies
+// about the terms never makes its entry live. The index holds "live" as a
+// keyword (index.FieldPayVerified), so the filter, facets and caches work
+// as for any other field; reconcilePay re-puts the docs whose state
+// changed.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ardx-dev/ardx/index"
+	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/probe"
+	"github.com/ardx-dev/ardx/registry/ingest"
+	"github.com/ardx-dev/ardx/registry/pay"
+)
+
+// payLiveWindow is how recent the 402 that verifies an entry must be, at
+// least; with a longer probe interval it is three intervals, so one missed
+// probe does not drop a live entry.
+const payLiveWindow = time.Hour
+
+// payReconcileEvery is how often the index's live marks are brought in
+// line with the probes (also after each ProbeRound).
+const payReconcileEvery = 30 * time.Second
+
+// payClaim is what one paid entry states: the probe target that checks it
+// and the fingerprints of its x402 options.
+type payClaim struct {
+	target string
+	terms  []string
+}
+
+// payEndpointOf returns the paid-resource endpoint of e: for a bazaar
+// catalogue entry its resource and method, for any other entry that states
+// x402 terms and has no more specific check (MCP, A2A, API base), its url.
+func payEndpointOf(e kv.Entry, ep endpoint, ok bool) (endpoint, payClaim, bool) {
+	if ok && ep.kind != probeKindURL {
+		return endpoint{}, payClaim{}, false
+	}
+	var h struct {
+		Type     string                     `json:"type"`
+		URL      string                     `json:"url"`
+		Data     json.RawMessage            `json:"data"`
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	if json.Unmarshal(e.Body, &h) != nil {
+		return endpoint{}, payClaim{}, false
+	}
+	opts := pay.X402(pay.FromEntry(h.Type, h.Data, h.Metadata))
+	if len(opts) == 0 {
+		return endpoint{}, payClaim{}, false
+	}
+	target, method := h.URL, http.MethodGet
+	if h.Type == pay.TypeX402Resource {
+		var it pay.CatalogueItem
+		if json.Unmarshal(h.Data, &it) != nil || it.Type == "mcp" {
+			return endpoint{}, payClaim{}, false // MCP tools are paid inside the protocol
+		}
+		target = firstOf(it.Resource, h.URL)
+		if m := strings.ToUpper(it.Method); m != "" {
+			method = m
+		}
+	}
+	u, err := url.Parse(target)
+	if target == "" || len(target) > maxProbeURL || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return endpoint{}, payClaim{}, false
+	}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	default:
+		method = http.MethodGet
+	}
+	claim := payClaim{}
+	for _, o := range opts {
+		claim.terms = append(claim.terms, o.Fingerprint())
+	}
+	slices.Sort(claim.terms)
+	return endpoint{kind: probeKindPay, url: target, method: method, transport: u.Scheme}, claim, true
+}
+
+// observePay sends the paid request without a payment. An x402 server
+// answers 402 before its handler runs, so nothing changes state; a body
+// method is sent with an empty JSON object. A 402 with readable terms is
+// an answer whose terms are recorded; a 402 without is a protocol error;
+// any other status is classed as for other URLs (a 2xx: the resource is no
+// longer paid, and its terms are cleared).
+func (s *Service) observePay(ctx context.Context, ep endpoint) probe.Observation {
+	var body *bytes.Reader
+	if ep.method == http.MethodPost || ep.method == http.MethodPut || ep.method == http.MethodPatch {
+		body = bytes.NewReader([]byte("{}"))
+	}
+	var req *http.Request
+	var err error
+	if body != nil {
+		req, err = http.NewRequestWithContext(ctx, ep.method, ep.url, body)
+		req.Header.Set("Content-Type", "application/json")
+	} else {
+		req, err = http.NewRequestWithContext(ctx, ep.method, ep.url, nil)
+	}
+	if err != nil {
+		return probe.Observation{Class: probe.ClassProtocolError, Err: err}
+	}
+	req.Header.Set("Accept", "application/json")
+	res, err := s.prober.fetch.Do(req)
+	if err != nil {
+		return fetchObservation(err)
+	}
+	if res.Status != http.StatusPaymentRequired {
+		obs := statusObservation(res.Status, false)
+		obs.Pay = []string{}
+		return obs
+	}
+	r, err := pay.ParseRequired(res.Status, res.Header, res.Body)
+	if err != nil {
+		return probe.Observation{Class: probe.ClassProtocolError, Err: fmt.Errorf("HTTP 402 without readable x402 terms: %w", err), Pay: []string{}}
+	}
+	fps := make([]string, 0, len(r.Options))
+	for _, o := range r.Options {
+		fps = append(fps, o.Fingerprint())
+	}
+	slices.Sort(fps)
+	return probe.Observation{Class: probe.ClassOK, Pay: fps}
+}
+
+// liveWindow is payLiveWindow, or three probe intervals when longer.
+func (s *Service) liveWindow() time.Duration {
+	return max(payLiveWindow, 3*s.cfg.Probe.Interval)
+}
+
+// liveEntries computes the entries pay:verified calls live now.
+func (s *Service) liveEntries() (map[string]bool, error) {
+	if _, err := s.probeTargets(); err != nil {
+		return nil, err
+	}
+	s.prober.targetsMu.Lock()
+	claims := s.prober.payClaims
+	s.prober.targetsMu.Unlock()
+	now := s.cfg.Now()
+	seen := map[string]kv.ProbeResult{}
+	live := map[string]bool{}
+	for id, c := range claims {
+		last, ok := seen[c.target]
+		if !ok {
+			var err error
+			if _, last, err = s.db.ProbeWindow(c.target, now, now); err != nil {
+				return nil, err
+			}
+			seen[c.target] = last
+		}
+		if last.PayAt.IsZero() || now.Sub(last.PayAt) > s.liveWindow() || now.Before(last.PayAt.Add(-time.Minute)) {
+			continue
+		}
+		all := true
+		for _, t := range c.terms {
+			if !slices.Contains(last.PayTerms, t) {
+				all = false
+				break
+			}
+		}
+		if all {
+			live[id] = true
+		}
+	}
+	return live, nil
+}
+
+// ReconcilePay brings the index's live marks (pay:verified) in line with
+// the probes now: it re-puts every doc whose mark differs from what the
+// probes saw. StartProbes runs it every 30 s and ProbeRound after its
+// round; a doc re-put by an ingest loses its mark until the next run.
+func (s *Service) ReconcilePay(ctx context.Context) error {
+	want, err := s.liveEntries()
+	if err != nil {
+		return err
+	}
+	var have []string
+	for from := 0; ; from += 1000 {
+		res, err := s.ix.Search(ctx, index.SearchRequest{Filter: index.Filter{index.FieldPayVerified: {index.PayLive}}, From: from, Size: 1000})
+		if err != nil {
+			return err
+		}
+		for _, h := range res.Hits {
+			have = append(have, h.ID)
+		}
+		if !res.More || len(res.Hits) == 0 {
+			break
+		}
+	}
+	var flip []string
+	for _, id := range have {
+		if !want[id] {
+			flip = append(flip, id)
+		}
+	}
+	for id := range want {
+		if !slices.Contains(have, id) {
+			flip = append(flip, id)
+		}
+	}
+	if len(flip) == 0 {
+		return nil
+	}
+	slices.Sort(flip)
+	entries, err := s.db.GetEntries(flip)
+	if err != nil {
+		return err
+	}
+	docs := make([]index.Doc, 0, len(flip))
+	for _, id := range flip {
+		e, ok := entries[id]
+		if !ok {
+			continue // gone from kv; the ingest that removed it removes the doc
+		}
+		d, err := ingest.ToDoc(e)
+		if err != nil {
+			continue
+		}
+		d.PayVerified = want[id]
+		docs = append(docs, d)
+	}
+	if err := s.ix.Put(docs); err != nil {
+		return err
+	}
+	s.log.Info("pay:verified marks updated", "entries", len(docs), "live", len(want))
+	return nil
+}
+
+// runPayReconcile reconciles every payReconcileEvery until ctx ends.
+func (s *Service) runPayReconcile(ctx context.Context) {
+	t := time.NewTicker(payReconcileEvery)
+	defer t.Stop()
+	for {
+		if err := s.ReconcilePay(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Warn("pay:verified reconciliation failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
