@@ -72,6 +72,8 @@ var payEntries = []string{
 	`{"identifier":"urn:air:merchant.test:quote-v2","displayName":"Quote v2","type":"application/x402-resource+json","description":"Stock quote, paid per call.","data":{"resource":"https://merchant.test/v2/quote","type":"http","x402Version":2,"method":"GET","accepts":[{"scheme":"exact","network":"eip155:8453","amount":"1000","asset":"` + usdcBase + `","payTo":"` + merchantPayTo + `","maxTimeoutSeconds":60,"extra":{"name":"USD Coin","version":"2"}}]}}`,
 	`{"identifier":"urn:air:merchant.test:liar","displayName":"Cheap quote","type":"application/x402-resource+json","description":"Stock quote, paid per call.","data":{"resource":"https://merchant.test/liar","type":"http","x402Version":2,"accepts":[{"scheme":"exact","network":"eip155:8453","amount":"1000","asset":"` + usdcBase + `","payTo":"` + merchantPayTo + `","maxTimeoutSeconds":60}]}}`,
 	`{"identifier":"urn:air:merchant.test:quote-mpp","displayName":"Quote over MPP","type":"application/json","description":"Stock quote, paid per call.","metadata":{"payment":[{"protocol":"mpp","network":"tempo","price":"0.002"},{"protocol":"card","network":"stripe","price":0.05}]}}`,
+	// States nothing, but its URL answers 402: it learns the terms.
+	`{"identifier":"urn:air:merchant.test:quote-plain","displayName":"Plain quote","type":"application/json","url":"https://merchant.test/v1/quote","description":"Stock quote, paid per call."}`,
 	`{"identifier":"urn:air:merchant.test:quote-free","displayName":"Free quote","type":"application/json","url":"https://merchant.test/free","description":"Stock quote, delayed, free."}`,
 }
 
@@ -116,17 +118,17 @@ func TestPaymentFiltersOverHTTP(t *testing.T) {
 	check("before any probe", `{"pay:verified":"live"}`)
 	check("terms", `{"pay:protocol":"x402"}`, "liar", "quote-v1", "quote-v2")
 	check("terms", `{"pay:protocol":"payable"}`, "liar", "quote-mpp", "quote-v1", "quote-v2")
-	check("terms", `{"pay:protocol":"free"}`, "quote-free")
+	check("terms", `{"pay:protocol":"free"}`, "quote-free", "quote-plain")
 	check("terms", `{"pay:protocol":["mpp","card"]}`, "quote-mpp")
 	check("terms", `{"pay:network":"base"}`, "liar", "quote-v2")
 	check("terms", `{"pay:network":"eip155:8453"}`, "liar", "quote-v2")
 	check("terms", `{"pay:network":["tempo","stripe"]}`, "quote-mpp")
 	check("terms", `{"pay:network":"base-sepolia"}`, "quote-v1")
 	// 0.001 (v2 and the liar's claim) and 0.002 (MPP) and 0.01 (v1).
-	check("terms", `{"maxPricePerCall":0.001}`, "liar", "quote-free", "quote-v2")
-	check("terms", `{"maxPricePerCall":"0.0009999"}`, "quote-free")
-	check("terms", `{"maxPricePerCall":0.01}`, "liar", "quote-free", "quote-mpp", "quote-v1", "quote-v2")
-	check("terms", `{"pay:price":{"lt":0.01}}`, "liar", "quote-free", "quote-mpp", "quote-v2")
+	check("terms", `{"maxPricePerCall":0.001}`, "liar", "quote-free", "quote-plain", "quote-v2")
+	check("terms", `{"maxPricePerCall":"0.0009999"}`, "quote-free", "quote-plain")
+	check("terms", `{"maxPricePerCall":0.01}`, "liar", "quote-free", "quote-mpp", "quote-plain", "quote-v1", "quote-v2")
+	check("terms", `{"pay:price":{"lt":0.01}}`, "liar", "quote-free", "quote-mpp", "quote-plain", "quote-v2")
 	check("terms", `{"pay:price":{"gt":0.001,"lte":0.002}}`, "quote-mpp")
 	check("terms", `{"pay:price":{"eq":"0.0500"}}`, "quote-mpp")
 	check("terms", `{"pay:protocol":"x402","pay:network":"base","maxPricePerCall":0.001}`, "liar", "quote-v2")
@@ -136,7 +138,10 @@ func TestPaymentFiltersOverHTTP(t *testing.T) {
 		t.Fatal("the probe never reached the merchant")
 	}
 	// The liar's 402 asks 0.01, its catalogue item says 0.001: not live.
-	check("after a probe", `{"pay:verified":"live"}`, "quote-v1", "quote-v2")
+	check("after a probe", `{"pay:verified":"live"}`, "quote-plain", "quote-v1", "quote-v2")
+	// The plain entry learned the terms of its 402 (v1: 0.01 on Base Sepolia).
+	check("after a probe", `{"pay:protocol":"free"}`, "quote-free")
+	check("after a probe", `{"pay:network":"base-sepolia","pay:price":{"eq":0.01}}`, "quote-plain", "quote-v1")
 	check("after a probe", `{"pay:verified":"live","pay:network":"base"}`, "quote-v2")
 	check("after a probe", `{"pay:verified":"live","maxPricePerCall":"0.005"}`, "quote-v2")
 
@@ -155,10 +160,10 @@ func TestPaymentFiltersOverHTTP(t *testing.T) {
 	// entry claims, so it stops being live at the next probe.
 	m.v2Amount.Store("2000")
 	round()
-	check("after the price change", `{"pay:verified":"live"}`, "quote-v1")
+	check("after the price change", `{"pay:verified":"live"}`, "quote-plain", "quote-v1")
 	m.v2Amount.Store("1000")
 	round()
-	check("back to the claimed price", `{"pay:verified":"live"}`, "quote-v1", "quote-v2")
+	check("back to the claimed price", `{"pay:verified":"live"}`, "quote-plain", "quote-v1", "quote-v2")
 
 	// Verified means recently: past the window without a new probe, no
 	// entry is live.
@@ -167,4 +172,6 @@ func TestPaymentFiltersOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("past the window", `{"pay:verified":"live"}`)
+	// What it learned stays (the last terms seen), no longer verified.
+	check("past the window", `{"pay:protocol":"x402"}`, "liar", "quote-plain", "quote-v1", "quote-v2")
 }

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/ardx-dev/ardx/probe"
 	"github.com/ardx-dev/ardx/registry/ingest"
 	"github.com/ardx-dev/ardx/registry/pay"
+	"github.com/ardx-dev/ardx/web"
 )
 
 // payLiveWindow is how recent the 402 that verifies an entry must be, at
@@ -129,12 +131,27 @@ func (s *Service) observePay(ctx context.Context, ep endpoint) probe.Observation
 	if err != nil {
 		return probe.Observation{Class: probe.ClassProtocolError, Err: fmt.Errorf("HTTP 402 without readable x402 terms: %w", err), Pay: []string{}}
 	}
-	fps := make([]string, 0, len(r.Options))
-	for _, o := range r.Options {
+	return probe.Observation{Class: probe.ClassOK, Pay: fingerprints(r.Options)}
+}
+
+// paidObservation reads a 402 met by a plain URL probe: with readable
+// x402 terms the endpoint answered (it is paid, not down) and its terms
+// are recorded; without, it is an HTTP error as before.
+func paidObservation(res *web.FetchResult) probe.Observation {
+	r, err := pay.ParseRequired(res.Status, res.Header, res.Body)
+	if err != nil {
+		return statusObservation(res.Status, false)
+	}
+	return probe.Observation{Class: probe.ClassOK, Pay: fingerprints(r.Options)}
+}
+
+func fingerprints(opts []pay.Option) []string {
+	fps := make([]string, 0, len(opts))
+	for _, o := range opts {
 		fps = append(fps, o.Fingerprint())
 	}
 	slices.Sort(fps)
-	return probe.Observation{Class: probe.ClassOK, Pay: fps}
+	return fps
 }
 
 // liveWindow is payLiveWindow, or three probe intervals when longer.
@@ -142,86 +159,165 @@ func (s *Service) liveWindow() time.Duration {
 	return max(payLiveWindow, 3*s.cfg.Probe.Interval)
 }
 
-// liveEntries computes the entries pay:verified calls live now.
-func (s *Service) liveEntries() (map[string]bool, error) {
+// payOverlay is what the probes add to an entry's doc: live, and for an
+// entry that states no terms, the terms its endpoint's 402 stated.
+type payOverlay struct {
+	live    bool
+	learned []pay.Option
+}
+
+func (o payOverlay) key() string {
+	k := strconv.FormatBool(o.live)
+	for _, l := range o.learned {
+		k += "\n" + l.Fingerprint()
+	}
+	return k
+}
+
+// apply writes the overlay onto d.
+func (o payOverlay) apply(d *index.Doc) {
+	if len(o.learned) > 0 && len(d.PayProtocols) == 0 {
+		d.PayProtocols, d.PayNetworks, d.PayPrices = pay.Summary(o.learned)
+	}
+	d.PayVerified = o.live
+}
+
+// DecorateDoc completes a doc about to be indexed with the payment terms
+// the probes saw for its entry (the last reconciliation's view), so an
+// ingest does not drop them. Set it as the server's ingest.Ingester's
+// Decorate.
+func (s *Service) DecorateDoc(d *index.Doc) {
+	s.prober.overlayMu.Lock()
+	o, ok := s.prober.overlay[d.ID]
+	s.prober.overlayMu.Unlock()
+	if ok {
+		o.apply(d)
+	}
+}
+
+// overlays computes what the probes say of each entry now: an entry that
+// claims x402 terms is live while the last 402 seen, within the window,
+// states every option it claims; an entry that claims none learns the
+// terms of its endpoint's last 402, live within the window.
+func (s *Service) overlays() (map[string]payOverlay, error) {
 	if _, err := s.probeTargets(); err != nil {
 		return nil, err
 	}
 	s.prober.targetsMu.Lock()
-	claims := s.prober.payClaims
+	claims, learn := s.prober.payClaims, s.prober.payLearn
 	s.prober.targetsMu.Unlock()
 	now := s.cfg.Now()
 	seen := map[string]kv.ProbeResult{}
-	live := map[string]bool{}
-	for id, c := range claims {
-		last, ok := seen[c.target]
-		if !ok {
-			var err error
-			if _, last, err = s.db.ProbeWindow(c.target, now, now); err != nil {
-				return nil, err
-			}
-			seen[c.target] = last
+	last := func(target string) (kv.ProbeResult, error) {
+		if r, ok := seen[target]; ok {
+			return r, nil
 		}
-		if last.PayAt.IsZero() || now.Sub(last.PayAt) > s.liveWindow() || now.Before(last.PayAt.Add(-time.Minute)) {
+		_, r, err := s.db.ProbeWindow(target, now, now)
+		seen[target] = r
+		return r, err
+	}
+	recent := func(r kv.ProbeResult) bool {
+		return !r.PayAt.IsZero() && now.Sub(r.PayAt) <= s.liveWindow() && !now.Before(r.PayAt.Add(-time.Minute))
+	}
+	out := map[string]payOverlay{}
+	for id, c := range claims {
+		r, err := last(c.target)
+		if err != nil {
+			return nil, err
+		}
+		if !recent(r) {
 			continue
 		}
 		all := true
 		for _, t := range c.terms {
-			if !slices.Contains(last.PayTerms, t) {
+			if !slices.Contains(r.PayTerms, t) {
 				all = false
 				break
 			}
 		}
 		if all {
-			live[id] = true
+			out[id] = payOverlay{live: true}
 		}
 	}
-	return live, nil
+	for id, target := range learn {
+		r, err := last(target)
+		if err != nil {
+			return nil, err
+		}
+		var o payOverlay
+		for _, fp := range r.PayTerms {
+			if opt, ok := pay.OptionFromFingerprint(fp); ok {
+				o.learned = append(o.learned, opt)
+			}
+		}
+		if len(o.learned) > 0 {
+			o.live = recent(r)
+			out[id] = o
+		}
+	}
+	return out, nil
 }
 
-// ReconcilePay brings the index's live marks (pay:verified) in line with
-// the probes now: it re-puts every doc whose mark differs from what the
-// probes saw. StartProbes runs it every 30 s and ProbeRound after its
-// round; a doc re-put by an ingest loses its mark until the next run.
+// ReconcilePay brings the index in line with the probes now: it re-puts
+// every doc whose overlay (live mark, learned terms) changed since the last
+// run, and on the first run every doc with an overlay or a live mark.
+// StartProbes runs it every 30 s and ProbeRound after its round.
 func (s *Service) ReconcilePay(ctx context.Context) error {
-	want, err := s.liveEntries()
+	want, err := s.overlays()
 	if err != nil {
 		return err
 	}
-	var have []string
-	for from := 0; ; from += 1000 {
-		res, err := s.ix.Search(ctx, index.SearchRequest{Filter: index.Filter{index.FieldPayVerified: {index.PayLive}}, From: from, Size: 1000})
-		if err != nil {
-			return err
+	s.prober.overlayMu.Lock()
+	prev := s.prober.overlay
+	s.prober.overlayMu.Unlock()
+	flip := map[string]bool{}
+	if prev == nil {
+		// First run: the index may hold marks from before a restart.
+		for from := 0; ; from += 1000 {
+			res, err := s.ix.Search(ctx, index.SearchRequest{Filter: index.Filter{index.FieldPayVerified: {index.PayLive}}, From: from, Size: 1000})
+			if err != nil {
+				return err
+			}
+			for _, h := range res.Hits {
+				flip[h.ID] = true
+			}
+			if !res.More || len(res.Hits) == 0 {
+				break
+			}
 		}
-		for _, h := range res.Hits {
-			have = append(have, h.ID)
+		for id := range want {
+			flip[id] = true
 		}
-		if !res.More || len(res.Hits) == 0 {
-			break
+	} else {
+		for id, o := range want {
+			if p, ok := prev[id]; !ok || p.key() != o.key() {
+				flip[id] = true
+			}
+		}
+		for id := range prev {
+			if _, ok := want[id]; !ok {
+				flip[id] = true
+			}
 		}
 	}
-	var flip []string
-	for _, id := range have {
-		if !want[id] {
-			flip = append(flip, id)
-		}
-	}
-	for id := range want {
-		if !slices.Contains(have, id) {
-			flip = append(flip, id)
-		}
-	}
+	// Decorate reads the new overlays from here on.
+	s.prober.overlayMu.Lock()
+	s.prober.overlay = want
+	s.prober.overlayMu.Unlock()
 	if len(flip) == 0 {
 		return nil
 	}
-	slices.Sort(flip)
-	entries, err := s.db.GetEntries(flip)
+	ids := make([]string, 0, len(flip))
+	for id := range flip {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	entries, err := s.db.GetEntries(ids)
 	if err != nil {
 		return err
 	}
-	docs := make([]index.Doc, 0, len(flip))
-	for _, id := range flip {
+	docs := make([]index.Doc, 0, len(ids))
+	for _, id := range ids {
 		e, ok := entries[id]
 		if !ok {
 			continue // gone from kv; the ingest that removed it removes the doc
@@ -230,16 +326,15 @@ func (s *Service) ReconcilePay(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		d.PayVerified = want[id]
+		want[id].apply(&d)
 		docs = append(docs, d)
 	}
 	if err := s.ix.Put(docs); err != nil {
 		return err
 	}
-	s.log.Info("pay:verified marks updated", "entries", len(docs), "live", len(want))
+	s.log.Info("payment terms from probes updated", "entries", len(docs))
 	return nil
 }
-
 // runPayReconcile reconciles every payReconcileEvery until ctx ends.
 func (s *Service) runPayReconcile(ctx context.Context) {
 	t := time.NewTicker(payReconcileEvery)

@@ -128,6 +128,13 @@ type prober struct {
 	// payClaims are the x402 terms each paid entry states, by identifier,
 	// read with targets: what a 402 must show for pay:verified.
 	payClaims map[string]payClaim
+	// payLearn maps the entries probed as a plain URL to their target:
+	// a 402 seen there teaches them the terms it states.
+	payLearn map[string]string
+	// overlay is what the last reconciliation decided per entry (see
+	// DecorateDoc); overlayMu guards it.
+	overlayMu sync.Mutex
+	overlay   map[string]payOverlay
 	// payStop ends the reconciliation loop StartProbes began; payDone is
 	// closed when it has ended.
 	payStop context.CancelFunc
@@ -294,6 +301,7 @@ func (s *Service) probeTargets() ([]probe.Target, error) {
 func (s *Service) readProbeTargets() ([]probe.Target, error) {
 	groups := map[string]*probeGroup{}
 	claims := map[string]payClaim{}
+	learn := map[string]string{}
 	serverOf := map[string]*probeGroup{} // MCP server id -> group
 	type toolRef struct{ server, name, id string }
 	var tools []toolRef
@@ -306,6 +314,8 @@ func (s *Service) readProbeTargets() ([]probe.Target, error) {
 			ep, ok = pe, true
 			claim.target = ep.name()
 			claims[e.ID] = claim
+		} else if ok && ep.kind == probeKindURL {
+			learn[e.ID] = ep.name()
 		}
 		if !ok {
 			if server != "" {
@@ -351,7 +361,7 @@ func (s *Service) readProbeTargets() ([]probe.Target, error) {
 		})
 	}
 	slices.SortFunc(out, func(a, b probe.Target) int { return strings.Compare(a.Name, b.Name) })
-	s.prober.payClaims = claims
+	s.prober.payClaims, s.prober.payLearn = claims, learn
 	return out, nil
 }
 
@@ -492,6 +502,8 @@ func (s *Service) conditionalGet(ctx context.Context, rawURL, accept string) (re
 		return nil, fetchObservation(err), true
 	case res.Status == http.StatusNotModified:
 		return res, probe.Observation{Class: probe.ClassOK}, true
+	case res.Status == http.StatusPaymentRequired:
+		return res, paidObservation(res), true
 	case res.Status < 200 || res.Status > 299:
 		return res, statusObservation(res.Status, false), true
 	}

@@ -334,3 +334,23 @@ func ParseDecimal(s string) (string, error) {
 	}
 	return out, nil
 }
+
+// OptionFromFingerprint reads back the option a fingerprint states (the
+// probe records fingerprints). The price is known for USDC at its known
+// address and for USD, as in FromAccepts.
+func OptionFromFingerprint(fp string) (Option, bool) {
+	parts := strings.Split(fp, "|")
+	if len(parts) != 6 || parts[0] == "" {
+		return Option{}, false
+	}
+	o := Option{Protocol: parts[0], Scheme: parts[1], Network: parts[2], Asset: parts[3], PayTo: parts[5]}
+	if p, ok := strings.CutPrefix(parts[4], "$"); ok {
+		o.Price = p
+	} else {
+		o.Amount = parts[4]
+		if d, ok := usdDecimals(o.Network, o.Asset, nil); ok {
+			o.Price = BaseUnitsToDecimal(o.Amount, d)
+		}
+	}
+	return o, true
+}
