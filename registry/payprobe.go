@@ -335,6 +335,7 @@ func (s *Service) ReconcilePay(ctx context.Context) error {
 	s.log.Info("payment terms from probes updated", "entries", len(docs))
 	return nil
 }
+
 // runPayReconcile reconciles every payReconcileEvery until ctx ends.
 func (s *Service) runPayReconcile(ctx context.Context) {
 	t := time.NewTicker(payReconcileEvery)
