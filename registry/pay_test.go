@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/registry"
+	"github.com/ardx-dev/ardx/registry/ingest"
 )
 
 const (
@@ -68,10 +71,10 @@ func (m *payMerchant) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // in metadata (v1), a bazaar catalogue item (v2), a catalogue item that
 // lies, MPP and card terms in metadata, and a free entry.
 var payEntries = []string{
-	`{"identifier":"urn:air:merchant.test:quote-v1","displayName":"Quote v1","type":"application/json","url":"https://merchant.test/v1/quote","description":"Stock quote, paid per call.","metadata":{"x402":` + v1Terms + `}}`,
+	`{"identifier":"urn:air:merchant.test:quote-v1","displayName":"Quote v1","type":"application/json","url":"https://merchant.test/v1/quote","description":"Stock quote, paid per call.","metadata":{"pay.protocol":"x402","pay.scheme":"exact","pay.network":"base-sepolia","pay.asset":"` + usdcBaseSepolia + `","pay.amount":"10000","pay.payTo":"` + merchantPayTo + `"}}`,
 	`{"identifier":"urn:air:merchant.test:quote-v2","displayName":"Quote v2","type":"application/x402-resource+json","description":"Stock quote, paid per call.","data":{"resource":"https://merchant.test/v2/quote","type":"http","x402Version":2,"method":"GET","accepts":[{"scheme":"exact","network":"eip155:8453","amount":"1000","asset":"` + usdcBase + `","payTo":"` + merchantPayTo + `","maxTimeoutSeconds":60,"extra":{"name":"USD Coin","version":"2"}}]}}`,
 	`{"identifier":"urn:air:merchant.test:liar","displayName":"Cheap quote","type":"application/x402-resource+json","description":"Stock quote, paid per call.","data":{"resource":"https://merchant.test/liar","type":"http","x402Version":2,"accepts":[{"scheme":"exact","network":"eip155:8453","amount":"1000","asset":"` + usdcBase + `","payTo":"` + merchantPayTo + `","maxTimeoutSeconds":60}]}}`,
-	`{"identifier":"urn:air:merchant.test:quote-mpp","displayName":"Quote over MPP","type":"application/json","description":"Stock quote, paid per call.","metadata":{"payment":[{"protocol":"mpp","network":"tempo","price":"0.002"},{"protocol":"card","network":"stripe","price":0.05}]}}`,
+	`{"identifier":"urn:air:merchant.test:quote-mpp","displayName":"Quote over MPP","type":"application/json","url":"https://mpp.merchant.test/quote","description":"Stock quote, paid per call.","metadata":{"pay.protocol":"mpp","pay.network":"tempo","pay.price":"0.002","pay.2.protocol":"card","pay.2.network":"stripe","pay.2.price":0.05}}`,
 	// States nothing, but its URL answers 402: it learns the terms.
 	`{"identifier":"urn:air:merchant.test:quote-plain","displayName":"Plain quote","type":"application/json","url":"https://merchant.test/v1/quote","description":"Stock quote, paid per call."}`,
 	`{"identifier":"urn:air:merchant.test:quote-free","displayName":"Free quote","type":"application/json","url":"https://merchant.test/free","description":"Stock quote, delayed, free."}`,
@@ -174,4 +177,62 @@ func TestPaymentFiltersOverHTTP(t *testing.T) {
 	check("past the window", `{"pay:verified":"live"}`)
 	// What it learned stays (the last terms seen), no longer verified.
 	check("past the window", `{"pay:protocol":"x402"}`, "liar", "quote-plain", "quote-v1", "quote-v2")
+}
+
+// TestIngestKeepsProbedTerms: an ingest through the server's Ingester
+// (Decorate = DecorateDoc) re-puts an entry without losing what the probes
+// saw of it.
+func TestIngestKeepsProbedTerms(t *testing.T) {
+	f, _, clock := newPayFixture(t)
+	clock.Add(time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f.svc.ProbeRound(ctx)
+	if got := f.payIDs(t, `{"pay:verified":"live"}`); !slices.Equal(got, []string{"quote-plain", "quote-v1", "quote-v2"}) {
+		t.Fatalf("live after a probe: %v", got)
+	}
+	// The publisher rewrites its manifest: same entries, new descriptions.
+	dir := t.TempDir()
+	var manifest []string
+	for _, b := range payEntries {
+		manifest = append(manifest, strings.Replace(b, "Stock quote, paid per call.", "Stock quote, paid per call, now with dividends.", 1))
+	}
+	path := filepath.Join(dir, "merchant.json")
+	if err := os.WriteFile(path, []byte(`{"specVersion":"1.0","host":{"displayName":"Merchant"},"entries":[`+strings.Join(manifest, ",")+`]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	live := []string{"quote-plain", "quote-v1", "quote-v2"}
+	// Without the hook, a re-put drops the marks (so this test can fail);
+	// the next reconciliation mends them.
+	if rep, err := (&ingest.Ingester{DB: f.db, Index: f.ix}).Ingest(ctx, path); err != nil || len(rep.Sources[0].Rejected) > 0 {
+		t.Fatalf("ingest: %v %+v", err, rep)
+	}
+	if got := f.payIDs(t, `{"pay:verified":"live"}`); len(got) != 0 {
+		t.Fatalf("an undecorated ingest kept the marks of %v; the check below proves nothing", got)
+	}
+	if err := f.svc.ReconcilePay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.payIDs(t, `{"pay:verified":"live"}`); !slices.Equal(got, live) {
+		t.Errorf("live after reconciliation: %v", got)
+	}
+	// With the hook the marks survive the re-put itself.
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(mustRead(t, path)), "dividends", "splits")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&ingest.Ingester{DB: f.db, Index: f.ix, Decorate: f.svc.DecorateDoc}).Ingest(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.payIDs(t, `{"pay:verified":"live"}`); !slices.Equal(got, live) {
+		t.Errorf("live after a decorated ingest: %v", got)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

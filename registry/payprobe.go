@@ -41,10 +41,10 @@ const payLiveWindow = time.Hour
 const payReconcileEvery = 30 * time.Second
 
 // payClaim is what one paid entry states: the probe target that checks it
-// and the fingerprints of its x402 options.
+// and its x402 options.
 type payClaim struct {
 	target string
-	terms  []string
+	terms  []pay.Option
 }
 
 // payEndpointOf returns the paid-resource endpoint of e: for a bazaar
@@ -87,11 +87,7 @@ func payEndpointOf(e kv.Entry, ep endpoint, ok bool) (endpoint, payClaim, bool) 
 	default:
 		method = http.MethodGet
 	}
-	claim := payClaim{}
-	for _, o := range opts {
-		claim.terms = append(claim.terms, o.Fingerprint())
-	}
-	slices.Sort(claim.terms)
+	claim := payClaim{terms: opts}
 	return endpoint{kind: probeKindPay, url: target, method: method, transport: u.Scheme}, claim, true
 }
 
@@ -228,9 +224,15 @@ func (s *Service) overlays() (map[string]payOverlay, error) {
 		if !recent(r) {
 			continue
 		}
+		var seenOpts []pay.Option
+		for _, fp := range r.PayTerms {
+			if o, ok := pay.OptionFromFingerprint(fp); ok {
+				seenOpts = append(seenOpts, o)
+			}
+		}
 		all := true
 		for _, t := range c.terms {
-			if !slices.Contains(r.PayTerms, t) {
+			if !slices.ContainsFunc(seenOpts, t.SatisfiedBy) {
 				all = false
 				break
 			}
@@ -260,7 +262,8 @@ func (s *Service) overlays() (map[string]payOverlay, error) {
 
 // ReconcilePay brings the index in line with the probes now: it re-puts
 // every doc whose overlay (live mark, learned terms) changed since the last
-// run, and on the first run every doc with an overlay or a live mark.
+// run or whose live mark in the index is not the one wanted, and on the
+// first run every doc with an overlay.
 // StartProbes runs it every 30 s and ProbeRound after its round.
 func (s *Service) ReconcilePay(ctx context.Context) error {
 	want, err := s.overlays()
@@ -271,20 +274,32 @@ func (s *Service) ReconcilePay(ctx context.Context) error {
 	prev := s.prober.overlay
 	s.prober.overlayMu.Unlock()
 	flip := map[string]bool{}
-	if prev == nil {
-		// First run: the index may hold marks from before a restart.
-		for from := 0; ; from += 1000 {
-			res, err := s.ix.Search(ctx, index.SearchRequest{Filter: index.Filter{index.FieldPayVerified: {index.PayLive}}, From: from, Size: 1000})
-			if err != nil {
-				return err
-			}
-			for _, h := range res.Hits {
-				flip[h.ID] = true
-			}
-			if !res.More || len(res.Hits) == 0 {
-				break
-			}
+	// The index's live marks are compared on every run: one lost to an
+	// ingest without Decorate, or left from before a restart, is mended.
+	haveLive := map[string]bool{}
+	for from := 0; ; from += 1000 {
+		res, err := s.ix.Search(ctx, index.SearchRequest{Filter: index.Filter{index.FieldPayVerified: {index.PayLive}}, From: from, Size: 1000})
+		if err != nil {
+			return err
 		}
+		for _, h := range res.Hits {
+			haveLive[h.ID] = true
+		}
+		if !res.More || len(res.Hits) == 0 {
+			break
+		}
+	}
+	for id := range haveLive {
+		if !want[id].live {
+			flip[id] = true
+		}
+	}
+	for id, o := range want {
+		if o.live && !haveLive[id] {
+			flip[id] = true
+		}
+	}
+	if prev == nil {
 		for id := range want {
 			flip[id] = true
 		}

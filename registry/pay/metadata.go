@@ -3,94 +3,90 @@ package pay
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
-// Metadata keys an ARD entry states its terms under (docs/decisions.md):
-//
-//   - "x402": an x402 PaymentRequired object ({x402Version, accepts}), or
-//     the accepts array alone (v2 amounts unless x402Version says 1).
-//   - "payment": one object or an array of objects {protocol (x402, mpp,
-//     card), network, price (dollars per call, a decimal string or JSON
-//     number read exactly), asset, payTo, scheme, amount}. MPP and card
-//     terms are stated here, e.g. {"protocol":"mpp","network":"tempo",
-//     "price":"0.01"} or {"protocol":"card","network":"stripe","price":"0.05"}.
-const (
-	MetaX402    = "x402"
-	MetaPayment = "payment"
-)
+// ARD metadata values are scalars, so an entry states its terms as flat
+// keys (docs/decisions.md): "pay.protocol" (x402, mpp or card),
+// "pay.network", "pay.price" (dollars per call: a decimal string or a JSON
+// number, read exactly), "pay.asset", "pay.payTo", "pay.scheme" and
+// "pay.amount" (base units) for one option, and the same keys under
+// "pay.2.", "pay.3.", ... up to MaxOptions for more. For example
+// {"pay.protocol":"mpp","pay.network":"tempo","pay.price":"0.01"}, or an
+// x402 option exactly as its 402 states it: {"pay.protocol":"x402",
+// "pay.scheme":"exact","pay.network":"eip155:8453","pay.asset":"0x8335…",
+// "pay.amount":"1000","pay.payTo":"0x…"}.
+const MetaPrefix = "pay."
+
+var metaFields = []string{"protocol", "network", "price", "asset", "payTo", "scheme", "amount"}
 
 // FromMetadata reads the terms an entry's metadata states. Malformed
-// declarations are skipped: they are the publisher's, and an entry is
-// indexed without the terms it could not state.
+// options are skipped: they are the publisher's, and an entry is indexed
+// without the terms it could not state.
 func FromMetadata(meta map[string]json.RawMessage) []Option {
 	var out []Option
-	if raw, ok := meta[MetaX402]; ok {
-		raw = bytes.TrimSpace(raw)
-		switch {
-		case len(raw) > 0 && raw[0] == '[':
-			if opts, err := FromAccepts(2, raw); err == nil {
-				out = append(out, opts...)
-			}
-		case len(raw) > 0 && raw[0] == '{':
-			if r, err := parsePaymentRequired(raw); err == nil {
-				out = append(out, r.Options...)
-			}
+	for n := 1; n <= MaxOptions; n++ {
+		prefix := MetaPrefix
+		if n > 1 {
+			prefix += strconv.Itoa(n) + "."
 		}
-	}
-	if raw, ok := meta[MetaPayment]; ok {
-		raw = bytes.TrimSpace(raw)
-		var items []json.RawMessage
-		if len(raw) > 0 && raw[0] == '[' {
-			_ = json.Unmarshal(raw, &items)
-		} else if len(raw) > 0 && raw[0] == '{' {
-			items = []json.RawMessage{raw}
-		}
-		for _, it := range items {
-			if o, ok := statedOption(it); ok {
-				out = appendOption(out, o)
+		fields := map[string]json.RawMessage{}
+		for _, f := range metaFields {
+			if v, ok := meta[prefix+f]; ok {
+				fields[f] = v
 			}
 		}
-	}
-	if len(out) > MaxOptions {
-		out = out[:MaxOptions]
+		if len(fields) == 0 {
+			if n > 1 {
+				break
+			}
+			continue
+		}
+		if o, ok := statedOption(fields); ok {
+			out = appendOption(out, o)
+		}
 	}
 	return out
 }
 
-// statedOption reads one "payment" object.
-func statedOption(raw json.RawMessage) (Option, bool) {
-	var s struct {
-		Protocol string          `json:"protocol"`
-		Network  string          `json:"network"`
-		Price    json.RawMessage `json:"price"`
-		Asset    string          `json:"asset"`
-		PayTo    string          `json:"payTo"`
-		Scheme   string          `json:"scheme"`
-		Amount   json.RawMessage `json:"amount"`
+// statedOption reads one option's fields.
+func statedOption(f map[string]json.RawMessage) (Option, bool) {
+	str := func(k string) (string, bool) {
+		raw, ok := f[k]
+		if !ok {
+			return "", true
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil || len(s) > maxFieldLen {
+			return "", false
+		}
+		return strings.TrimSpace(s), true
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if dec.Decode(&s) != nil {
+	proto, ok1 := str("protocol")
+	network, ok2 := str("network")
+	asset, ok3 := str("asset")
+	payTo, ok4 := str("payTo")
+	scheme, ok5 := str("scheme")
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
 		return Option{}, false
 	}
-	proto := strings.ToLower(strings.TrimSpace(s.Protocol))
+	proto = strings.ToLower(proto)
 	if proto != ProtocolX402 && proto != ProtocolMPP && proto != ProtocolCard {
 		return Option{}, false
 	}
-	for _, f := range []string{s.Network, s.Asset, s.PayTo, s.Scheme} {
-		if len(f) > maxFieldLen {
+	o := Option{Protocol: proto, Network: NormaliseNetwork(network), Asset: asset, PayTo: payTo, Scheme: scheme}
+	if raw, ok := f["amount"]; ok {
+		amount, ok := integerText(raw)
+		if !ok {
 			return Option{}, false
 		}
-	}
-	o := Option{Protocol: proto, Network: NormaliseNetwork(s.Network), Asset: s.Asset, PayTo: s.PayTo, Scheme: s.Scheme}
-	if amount, ok := integerText(s.Amount); ok {
 		o.Amount = amount
 		if d, ok := usdDecimals(o.Network, o.Asset, nil); ok {
 			o.Price = BaseUnitsToDecimal(amount, d)
 		}
 	}
-	if p := bytes.TrimSpace(s.Price); len(p) > 0 && string(p) != "null" {
+	if p := bytes.TrimSpace(f["price"]); len(p) > 0 && string(p) != "null" {
 		text := string(p)
 		if p[0] == '"' && json.Unmarshal(p, &text) != nil {
 			return Option{}, false

@@ -354,3 +354,22 @@ func OptionFromFingerprint(fp string) (Option, bool) {
 	}
 	return o, true
 }
+
+// SatisfiedBy reports whether the observed option (from a 402) grants
+// what the claimed option states: the same protocol and network, the same
+// scheme, asset and payTo where the claim names them (addresses without
+// case), and the same amount in base units, or where the claim gives only
+// a price, the same price.
+func (c Option) SatisfiedBy(o Option) bool {
+	same := func(claim, seen string) bool { return claim == "" || strings.EqualFold(claim, seen) }
+	if c.Protocol != o.Protocol || c.Network != o.Network || !same(c.Scheme, o.Scheme) || !same(c.Asset, o.Asset) || !same(c.PayTo, o.PayTo) {
+		return false
+	}
+	switch {
+	case c.Amount != "":
+		return c.Amount == o.Amount
+	case c.Price != "":
+		return c.Price == o.Price
+	}
+	return true
+}

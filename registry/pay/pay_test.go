@@ -62,14 +62,16 @@ func TestParseRequired(t *testing.T) {
 
 func TestFromMetadata(t *testing.T) {
 	meta := map[string]json.RawMessage{
-		"x402": json.RawMessage(`{"x402Version":2,"accepts":[{"scheme":"exact","network":"eip155:84532","amount":"2500","asset":"0x036cbd53842c5426634e7929541ec2318f3dcf7e","payTo":"0x1"}]}`),
-		"payment": json.RawMessage(`[
-			{"protocol":"mpp","network":"tempo","price":0.010},
-			{"protocol":"card","network":"stripe","price":"$0.05"},
-			{"protocol":"bitcoin","network":"lightning","price":"1"},
-			{"protocol":"card","network":"stripe","price":"-1"},
-			{"protocol":"mpp","network":"tempo","price":1e-3}
-		]`),
+		"pay.protocol": json.RawMessage(`"x402"`), "pay.scheme": json.RawMessage(`"exact"`),
+		"pay.network": json.RawMessage(`"eip155:84532"`), "pay.amount": json.RawMessage(`"2500"`),
+		"pay.asset": json.RawMessage(`"0x036cbd53842c5426634e7929541ec2318f3dcf7e"`), "pay.payTo": json.RawMessage(`"0x1"`),
+		"pay.2.protocol": json.RawMessage(`"mpp"`), "pay.2.network": json.RawMessage(`"tempo"`), "pay.2.price": json.RawMessage(`0.010`),
+		"pay.3.protocol": json.RawMessage(`"card"`), "pay.3.network": json.RawMessage(`"stripe"`), "pay.3.price": json.RawMessage(`"$0.05"`),
+		"pay.4.protocol": json.RawMessage(`"bitcoin"`), "pay.4.network": json.RawMessage(`"lightning"`), "pay.4.price": json.RawMessage(`"1"`),
+		"pay.5.protocol": json.RawMessage(`"card"`), "pay.5.network": json.RawMessage(`"stripe"`), "pay.5.price": json.RawMessage(`"-1"`),
+		"pay.6.protocol": json.RawMessage(`"mpp"`), "pay.6.network": json.RawMessage(`"tempo"`), "pay.6.price": json.RawMessage(`1e-3`),
+		// Past a gap in the numbering nothing is read.
+		"pay.8.protocol": json.RawMessage(`"mpp"`), "pay.8.network": json.RawMessage(`"tempo"`), "pay.8.price": json.RawMessage(`7`),
 	}
 	got := pay.FromMetadata(meta)
 	want := []pay.Option{
@@ -89,6 +91,32 @@ func TestFromMetadata(t *testing.T) {
 	protocols, networks, prices := pay.Summary(got)
 	if len(protocols) != 3 || len(networks) != 3 || len(prices) != 4 {
 		t.Errorf("summary %v %v %v", protocols, networks, prices)
+	}
+}
+
+func TestSatisfiedBy(t *testing.T) {
+	seen := pay.Option{Protocol: "x402", Scheme: "exact", Network: "base", Asset: "0xAA", Amount: "1000", Price: "0.001", PayTo: "0xBB"}
+	for _, c := range []struct {
+		name  string
+		claim pay.Option
+		want  bool
+	}{
+		{"same", seen, true},
+		{"addresses in another case", pay.Option{Protocol: "x402", Scheme: "exact", Network: "base", Asset: "0xaa", Amount: "1000", PayTo: "0xbb"}, true},
+		{"price only", pay.Option{Protocol: "x402", Network: "base", Price: "0.001"}, true},
+		{"another price", pay.Option{Protocol: "x402", Network: "base", Price: "0.0001"}, false},
+		{"another amount", pay.Option{Protocol: "x402", Network: "base", Amount: "100"}, false},
+		{"another payTo", pay.Option{Protocol: "x402", Network: "base", Amount: "1000", PayTo: "0xCC"}, false},
+		{"another network", pay.Option{Protocol: "x402", Network: "solana", Amount: "1000"}, false},
+	} {
+		if got := c.claim.SatisfiedBy(seen); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	fp := seen.Fingerprint()
+	back, ok := pay.OptionFromFingerprint(fp)
+	if !ok || !seen.SatisfiedBy(back) {
+		t.Errorf("fingerprint %q read back as %+v", fp, back)
 	}
 }
 
