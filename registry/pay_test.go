@@ -236,3 +236,29 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestPaymentFiltersFederate: an upstream gets the payment keys in the
+// contract's request shapes (pay:price an object, maxPricePerCall a
+// number), and its results are held to them by the terms they state.
+func TestPaymentFiltersFederate(t *testing.T) {
+	up := newFakeUpstream(t, http.StatusOK, upstreamResults(
+		`{"identifier":"urn:air:far.test:cheap","displayName":"Cheap quote","type":"application/json","url":"https://far.test/cheap","description":"Stock quote","metadata":{"pay.protocol":"x402","pay.network":"base","pay.price":"0.001"}}`,
+		`{"identifier":"urn:air:far.test:dear","displayName":"Dear quote","type":"application/json","url":"https://far.test/dear","description":"Stock quote","metadata":{"pay.protocol":"x402","pay.network":"base","pay.price":"0.5"}}`,
+	), 0)
+	f := newTestServer(t, registry.Config{Upstreams: []string{up.URL}, FederationTimeout: 2 * time.Second}, payEntries)
+	res := f.search(t, `{"query":{"text":"stock quote","filter":{"pay:price":{"lte":0.01,"gt":"0"},"maxPricePerCall":1e-2,"pay:network":"base"}}}`)
+	got := ids(res.Results)
+	if !slices.Contains(got, "urn:air:far.test:cheap") || slices.Contains(got, "urn:air:far.test:dear") {
+		t.Errorf("results %v: want the cheap upstream entry and not the dear one", got)
+	}
+	req, _ := up.lastReq.Load().(map[string]any)
+	q, _ := req["query"].(map[string]any)
+	filter, _ := q["filter"].(map[string]any)
+	price, _ := filter["pay:price"].(map[string]any)
+	if price["lte"] != 0.01 || price["gt"] != float64(0) || filter["maxPricePerCall"] != 0.01 {
+		t.Errorf("the upstream got filter %v", filter)
+	}
+	if nets, _ := filter["pay:network"].([]any); len(nets) != 1 || nets[0] != "base" {
+		t.Errorf("the upstream got pay:network %v", filter["pay:network"])
+	}
+}

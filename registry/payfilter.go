@@ -130,3 +130,33 @@ func stringValues(raw json.RawMessage) ([]string, bool) {
 	}
 	return out, true
 }
+
+// wireFilter writes a filter as the contract spells it for an upstream
+// registry: the payment keys in their request shapes (pay:price a
+// comparison object, maxPricePerCall a number; both exact JSON numbers),
+// every other key its array of strings.
+func wireFilter(f index.Filter) map[string]any {
+	if len(f) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(f))
+	for k, vals := range f {
+		switch k {
+		case index.KeyMaxPrice:
+			if len(vals) > 0 {
+				out[k] = json.Number(vals[0])
+			}
+		case index.FieldPayPrice:
+			cmp := map[string]json.Number{}
+			for _, v := range vals {
+				if op, d, ok := strings.Cut(v, ":"); ok {
+					cmp[op] = json.Number(d)
+				}
+			}
+			out[k] = cmp
+		default:
+			out[k] = vals
+		}
+	}
+	return out
+}
