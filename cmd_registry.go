@@ -392,6 +392,9 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		stores.close()
 		return nil, err
 	}
+	// Docs the server's own ingests and crawls write keep the payment
+	// terms its probes saw.
+	stores.ingester.Decorate = svc.DecorateDoc
 	stopRecrawl := stores.ingester.StartRecrawl(ctx, rc.crawlInterval)
 	stopInbox, err := stores.ingester.WatchInbox(ctx, ingest.InboxDir(c.global.dataDir), inboxInterval)
 	if err != nil {

@@ -350,6 +350,9 @@ func TestOfficialClientsPayEcho(t *testing.T) {
 	t.Run("mcp @modelcontextprotocol/sdk", func(t *testing.T) {
 		checkMCPClient(t, dir, e.base)
 	})
+	t.Run("bazaar @x402/extensions", func(t *testing.T) {
+		checkBazaarClient(t, dir, e.base)
+	})
 	// The stateless server offers no SSE stream and no session to end: GET
 	// and DELETE /mcp are 405 problems, never 404 (a client falls back on
 	// 405 but reports 404 as "no MCP server here").
@@ -493,5 +496,53 @@ func checkMCPClient(t *testing.T, dir, base string) {
 				}
 			}
 		})
+	}
+}
+
+// bazaarResult is what bazaar-client.mjs prints: the official client's
+// listResources and search answers, decoded by the client itself.
+type bazaarResult struct {
+	List struct {
+		X402Version int `json:"x402Version"`
+		Items       []struct {
+			Resource string `json:"resource"`
+		} `json:"items"`
+	} `json:"list"`
+	Search struct {
+		X402Version int `json:"x402Version"`
+		Resources   []struct {
+			Resource   string         `json:"resource"`
+			Extensions map[string]any `json:"extensions"`
+		} `json:"resources"`
+		PartialResults *bool `json:"partialResults"`
+		Pagination     *struct {
+			Limit  int     `json:"limit"`
+			Cursor *string `json:"cursor"`
+		} `json:"pagination"`
+	} `json:"search"`
+	Error string `json:"error"`
+}
+
+// checkBazaarClient runs the official bazaar client (withBazaar, 2.27.0)
+// against the facilitator: the echo its payments catalogued is listed and
+// found by GET /discovery/search, in the shape the client reads.
+func checkBazaarClient(t *testing.T, dir, base string) {
+	t.Helper()
+	var res bazaarResult
+	runNode(t, dir, "bazaar-client.mjs", &res, base, "echo")
+	if res.Error != "" {
+		t.Fatalf("bazaar-client.mjs: %s", res.Error)
+	}
+	listed := false
+	for _, it := range res.List.Items {
+		listed = listed || it.Resource == base+"/echo"
+	}
+	if res.List.X402Version != 2 || !listed {
+		t.Errorf("listResources does not list %s/echo: %+v", base, res.List)
+	}
+	s := res.Search
+	if s.X402Version != 2 || s.PartialResults == nil || s.Pagination == nil || s.Pagination.Limit != 1 || len(s.Resources) != 1 ||
+		s.Resources[0].Resource != base+"/echo" || s.Resources[0].Extensions["bazaar"] == nil {
+		t.Errorf("search(echo) = %+v", s)
 	}
 }

@@ -461,6 +461,7 @@ type CatalogueItem struct {
 	MimeType      string            `json:"mimeType,omitempty"`
 	DiscoveryInfo json.RawMessage   `json:"discoveryInfo,omitempty"`
 	RouteTemplate string            `json:"routeTemplate,omitempty"`
+	Extensions    map[string]any    `json:"extensions,omitempty"`
 }
 
 // CatalogueMetadata is what this facilitator observed about an item.
@@ -476,7 +477,7 @@ func itemOf(e kv.CatalogueEntry) CatalogueItem {
 		LastUpdated: e.LastSeen.UTC().Format(time.RFC3339Nano),
 		Metadata:    CatalogueMetadata{Network: e.Network, Settlements: e.Settlements, FirstSeen: e.FirstSeen.UTC().Format(time.RFC3339Nano)},
 		Method:      e.Method, ToolName: e.ToolName, Description: e.Description, MimeType: e.MimeType,
-		DiscoveryInfo: e.DiscoveryInfo, RouteTemplate: e.RouteTemplate,
+		DiscoveryInfo: e.DiscoveryInfo, RouteTemplate: e.RouteTemplate, Extensions: bazaarExtensions(e),
 	}
 }
 
@@ -512,9 +513,12 @@ func (c *Catalogue) sorted(keep func(kv.CatalogueEntry) bool) []kv.CatalogueEntr
 // List returns one page of the entries on network (any if "") of type typ
 // (any if ""), most recently paid first, and how many match in all.
 func (c *Catalogue) List(network, typ string, limit, offset int) (items []CatalogueItem, total int) {
-	all := c.sorted(func(e kv.CatalogueEntry) bool {
-		return (network == "" || sameNetwork(e.Network, network)) && (typ == "" || e.Type == typ)
-	})
+	return c.ListQuery(CatalogueQuery{Network: network, Type: typ}, limit, offset)
+}
+
+// ListQuery is List with every filter of q (its text is ignored).
+func (c *Catalogue) ListQuery(q CatalogueQuery, limit, offset int) (items []CatalogueItem, total int) {
+	all := c.sorted(q.keep)
 	items = []CatalogueItem{}
 	for i := offset; i < len(all) && len(items) < limit; i++ {
 		items = append(items, itemOf(all[i]))
@@ -531,30 +535,8 @@ func (c *Catalogue) Search(query, network string, limit int) []CatalogueItem {
 	if limit <= 0 {
 		limit = DefaultDiscoveryLimit
 	}
-	words := strings.Fields(strings.ToLower(query))
-	type hit struct {
-		e     kv.CatalogueEntry
-		score int
-	}
-	var hits []hit
-	for _, e := range c.sorted(func(e kv.CatalogueEntry) bool { return network == "" || sameNetwork(e.Network, network) }) {
-		hay := strings.ToLower(strings.Join([]string{e.Resource, e.Method, e.ToolName, e.Description, e.MimeType, string(e.DiscoveryInfo)}, " "))
-		score := 0
-		for _, w := range words {
-			if strings.Contains(hay, w) {
-				score++
-			}
-		}
-		if len(words) == 0 || score > 0 {
-			hits = append(hits, hit{e, score})
-		}
-	}
-	slices.SortStableFunc(hits, func(a, b hit) int { return b.score - a.score })
-	out := []CatalogueItem{}
-	for i := 0; i < len(hits) && i < limit; i++ {
-		out = append(out, itemOf(hits[i].e))
-	}
-	return out
+	out := c.Find(CatalogueQuery{Text: query, Network: network})
+	return out[:min(limit, len(out))]
 }
 
 // discoveryResponse is the body of GET /discovery/resources (reference
@@ -593,21 +575,14 @@ func (s *Service) handleDiscoveryResources(w http.ResponseWriter, r *http.Reques
 		}
 		offset = n
 	}
-	network := q.Get("network")
-	if _, ok := q["network"]; ok && (network == "" || len(network) > maxNetworkParam) {
-		errs = append(errs, web.FieldError{Field: "network", Message: fmt.Sprintf("must be a CAIP-2 id or v1 name of at most %d characters", maxNetworkParam)})
-	}
-	typ := q.Get("type")
-	if _, ok := q["type"]; ok && typ != "http" && typ != "mcp" {
-		errs = append(errs, web.FieldError{Field: "type", Message: `must be "http" or "mcp"`})
-	}
+	cq := catalogueFilters(q, &errs)
 	if len(errs) > 0 {
 		s.problems.Write(w, r, s.problems.Invalid("invalid query parameters", errs...))
 		return
 	}
 	resp := discoveryResponse{X402Version: x402.Version2, Items: []CatalogueItem{}, Pagination: pagination{Limit: limit, Offset: offset}}
 	if s.cfg.Catalogue != nil {
-		resp.Items, resp.Pagination.Total = s.cfg.Catalogue.List(network, typ, limit, offset)
+		resp.Items, resp.Pagination.Total = s.cfg.Catalogue.ListQuery(cq, limit, offset)
 	}
 	web.WriteJSON(w, http.StatusOK, resp)
 }

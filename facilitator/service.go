@@ -235,6 +235,7 @@ func (s *Service) routes() http.Handler {
 	r.Handler(http.MethodGet, "/echo/status", http.HandlerFunc(s.handleEchoStatus))
 	r.Handler(http.MethodGet, "/discovery/resources", http.HandlerFunc(s.handleDiscoveryResources))
 	r.Handler(http.MethodGet, "/discovery/stats", http.HandlerFunc(s.handleDiscoveryStats))
+	r.Handler(http.MethodGet, "/discovery/search", http.HandlerFunc(s.handleDiscoverySearch))
 	r.Handler(http.MethodGet, "/pricing", http.HandlerFunc(s.handlePricing))
 	r.Handler(http.MethodGet, "/pricing.md", http.HandlerFunc(s.handlePricingMarkdown))
 	r.Handler(http.MethodGet, "/.well-known/ard.json", http.HandlerFunc(s.handleARDManifest))

@@ -27,7 +27,7 @@ func (ix *Index) Facets(ctx context.Context, text string, filter Filter, viewers
 		return nil, fmt.Errorf("index: facets: %d fields requested, at most %d", len(reqs), maxFacetRequests)
 	}
 	for _, r := range reqs {
-		if !FilterKey(r.Field) {
+		if !facetField(r.Field) {
 			return nil, fmt.Errorf("%w: facet field %q", ErrUnknownFilterKey, r.Field)
 		}
 	}

@@ -78,8 +78,10 @@ func TestFacets(t *testing.T) {
 			}
 		})
 	}
-	if n := len(index.FacetFields()); n != 7 {
-		t.Errorf("FacetFields has %d fields, want 7", n)
+	// Seven entry fields and three payment fields (pay:protocol,
+	// pay:network, pay:verified; pay:price is a range, not a facet).
+	if n := len(index.FacetFields()); n != 10 {
+		t.Errorf("FacetFields has %d fields, want 10", n)
 	}
 	for _, f := range index.FacetFields() {
 		if !index.FilterKey(f) {

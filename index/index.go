@@ -43,6 +43,12 @@ type Doc struct {
 	Owner            string            // "" for public entries; the owning domain for private ones
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+
+	// Payment terms (index/pay.go). No protocol means free.
+	PayProtocols []string // x402, mpp, card: one per kind of option
+	PayNetworks  []string // normalised networks of the options
+	PayPrices    []string // dollars per call, exact decimals, of the options whose price is known
+	PayVerified  bool     // our probe saw the stated terms in a 402 within the window
 }
 
 // Filter maps a filter key to accepted values: OR within a key, AND across
@@ -497,6 +503,12 @@ func (f Filter) Matches(d *Doc) bool {
 		case fieldIdentityType:
 			have = []string{d.IdentityType}
 		default:
+			if match, ok := payMatches(k, vals, d); ok {
+				if !match {
+					return false
+				}
+				continue
+			}
 			mk, ok := strings.CutPrefix(k, metadataPrefix)
 			if !ok {
 				return false
@@ -548,12 +560,16 @@ func FilterKey(key string) bool {
 	if k, ok := strings.CutPrefix(key, metadataPrefix); ok {
 		return strings.TrimSpace(k) != ""
 	}
-	return slices.Contains(keywordFields, key)
+	return slices.Contains(keywordFields, key) || slices.Contains(payKeywordFields, key) || isPriceKey(key)
 }
+
+// facetField reports whether key is a field Facets counts: a filter key
+// other than the price comparisons.
+func facetField(key string) bool { return FilterKey(key) && !isPriceKey(key) }
 
 // FacetFields lists every supported facet field. metadata.<key> fields are
 // accepted by Facets too but are not listed, since their keys are open.
-func FacetFields() []string { return slices.Clone(keywordFields) }
+func FacetFields() []string { return append(slices.Clone(keywordFields), payKeywordFields...) }
 
 // checkContext returns ctx's error, if any, before work starts.
 func checkContext(ctx context.Context) error {

@@ -19,7 +19,7 @@ import (
 // schemaVersion changes whenever toDocument or the query side changes what a
 // field holds; together with the mapping JSON it forms the stored mapping
 // version, and any difference makes Open discard and rebuild the index.
-const schemaVersion = "ardx-index-4" // 4: benchmark queries held out of representative queries
+const schemaVersion = "ardx-index-5" // 4: benchmark queries held out; payment fields (two branches both said 4); 5: both
 
 // Index field names. Filter and facet keys are the field names themselves,
 // so a key maps to a field with no translation table.
@@ -151,7 +151,7 @@ func resolveAnalyzers(im mapping.IndexMapping) (analyzers, error) {
 func normaliseValue(field, v string) string {
 	v = strings.TrimSpace(v)
 	switch field {
-	case fieldType, fieldTags, fieldCapabilities, fieldPublisher, fieldOwner:
+	case fieldType, fieldTags, fieldCapabilities, fieldPublisher, fieldOwner, FieldPayProtocol, FieldPayNetwork, FieldPayVerified:
 		return strings.ToLower(v)
 	}
 	return v
@@ -220,6 +220,8 @@ func (a analyzers) toDocument(d *Doc) *document.Document {
 			kw(metadataPrefix+k, keywordOptions, v)
 		}
 	}
+
+	payDocument(d, kw)
 
 	if owner := strings.TrimSpace(d.Owner); owner != "" {
 		kw(fieldOwner, filterOptions, owner)

@@ -478,6 +478,14 @@ func filterQueries(f Filter) ([]query.Query, error) {
 		if !FilterKey(k) {
 			return nil, fmt.Errorf("%w: filter key %q", ErrUnknownFilterKey, k)
 		}
+		if isPriceKey(k) {
+			q, err := priceQuery(k, f[k])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, q)
+			continue
+		}
 		if q := anyOf(k, f[k]); q != nil {
 			out = append(out, q)
 		}

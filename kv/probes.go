@@ -67,6 +67,11 @@ type ProbeResult struct {
 	SchemaHash     string            `json:"schemaHash,omitempty"`
 	ToolHashes     map[string]string `json:"toolHashes,omitempty"`
 	ToolsChangedAt time.Time         `json:"toolsChangedAt,omitzero"`
+	// PayTerms are the fingerprints of the payment terms the last 402
+	// answer stated, seen at PayAt (a paid endpoint's probe); cleared when
+	// the endpoint answers without a 402, kept across failed probes.
+	PayTerms []string  `json:"payTerms,omitempty"`
+	PayAt    time.Time `json:"payAt,omitzero"`
 }
 
 // ErrBadProbeTarget is returned for a target name that is empty or holds a

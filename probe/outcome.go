@@ -43,6 +43,9 @@ type Observation struct {
 	Tools      *int
 	SchemaHash string
 	ToolHashes map[string]string
+	// Pay is set by a paid endpoint's check: the fingerprints of the terms
+	// its 402 answer stated (empty, not nil, for an answer without a 402).
+	Pay []string
 }
 
 // Classify maps a failed fetch to its class: a deadline is a timeout, a

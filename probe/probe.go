@@ -563,6 +563,14 @@ func (s *Scheduler) next(t Target, prev kv.ProbeResult, day *kv.ProbeDay, at tim
 	if prev.State == StateUp && cur.State == StateDown {
 		day.Downs++
 	}
+	switch {
+	case len(obs.Pay) > 0:
+		cur.PayTerms, cur.PayAt = obs.Pay, at
+	case obs.Pay != nil || answered:
+		// It answered without payment terms: what it stated before no
+		// longer holds. A failed probe says nothing, and keeps them.
+		cur.PayTerms, cur.PayAt = nil, time.Time{}
+	}
 	if obs.Tools != nil {
 		if prev.SchemaHash != "" && prev.SchemaHash != obs.SchemaHash {
 			cur.ToolsChangedAt = at

@@ -320,7 +320,7 @@ func (s *Service) coverageAt(ctx context.Context, up upstream, domain string, ta
 		}
 		filter := index.Filter{"publisher": {domain}}
 		body, _ := json.Marshal(upstreamRequest{
-			Query:      upstreamQuery{Text: p.text, Filter: filter},
+			Query:      upstreamQuery{Text: p.text, Filter: wireFilter(filter)},
 			Federation: fedNone,
 			PageSize:   maxSearchLimit,
 		})

@@ -149,13 +149,6 @@ func rawObject(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 	return m, json.Unmarshal(raw, &m) == nil
 }
 
-// unsupportedFilterKeys are the payment filters of the registry spec that
-// this build does not evaluate yet. They are refused by name rather than
-// ignored, so a caller never mistakes an unfiltered list for a filtered one.
-var unsupportedFilterKeys = map[string]bool{
-	"pay:protocol": true, "pay:price": true, "pay:network": true, "pay:verified": true, "maxPricePerCall": true,
-}
-
 // queryModel is the query shared by search and explore (ADR-0005).
 type queryModel struct {
 	Text   string
@@ -219,11 +212,13 @@ func parseFilter(raw json.RawMessage, fe *fieldErrors) index.Filter {
 	for _, k := range keys {
 		field := "query.filter." + k
 		switch {
-		case unsupportedFilterKeys[k]:
-			fe.add(field, "payment filters are not supported yet by this registry")
+		case isPayKey(k):
+			if vals, ok := parsePayFilter(k, m[k], field, fe); ok {
+				filter[k] = vals
+			}
 			continue
 		case !index.FilterKey(k):
-			fe.add(field, "is not a supported filter key (type, tags, capabilities, publisher, version, metadata.<key>, trustManifest.attestations.type, trustManifest.identityType)")
+			fe.add(field, "is not a supported filter key (type, tags, capabilities, publisher, version, metadata.<key>, trustManifest.attestations.type, trustManifest.identityType, pay:protocol, pay:network, pay:price, pay:verified, maxPricePerCall)")
 			continue
 		}
 		v := m[k]

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"errors"
+	"github.com/ardx-dev/ardx/index"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -37,7 +38,8 @@ func FuzzSearchDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"query":{"text":"weather forecast tools","filter":{"type":["application/mcp-server-card+json"]}},"federation":"none","pageSize":2}`,
 		`{"query":{"text":"x","filter":{"tags":"a","metadata.k":["v"]}},"limit":100,"pageToken":"czEA"}`,
-		`{"query":{"text":""}}`, `[]`, `{"limit":1e2}`, `{"query":{"text":"a","filter":{"pay:price":{"lte":1}}}}`, ``,
+		`{"query":{"text":""}}`, `[]`, `{"limit":1e2}`, `{"query":{"text":"a","filter":{"pay:price":{"lte":1}}}}`,
+		`{"query":{"text":"a","filter":{"pay:price":{"gt":"0.001","lte":1e-2},"maxPricePerCall":"$0.5","pay:network":["eip155:8453","tempo"],"pay:protocol":"payable","pay:verified":"live"}}}`, ``,
 	} {
 		f.Add([]byte(s))
 	}
@@ -62,7 +64,7 @@ func FuzzSearchDecode(f *testing.F) {
 			t.Fatalf("federation %q accepted", req.Federation)
 		}
 		for k, vals := range req.Filter {
-			if unsupportedFilterKeys[k] || len(vals) == 0 {
+			if !index.FilterKey(k) || len(vals) == 0 {
 				t.Fatalf("filter %q=%v accepted", k, vals)
 			}
 		}

@@ -262,14 +262,14 @@ type upstreamRequest struct {
 }
 
 type upstreamQuery struct {
-	Text   string       `json:"text"`
-	Filter index.Filter `json:"filter,omitempty"`
+	Text   string         `json:"text"`
+	Filter map[string]any `json:"filter,omitempty"`
 }
 
 // askUpstream runs one upstream search and validates what comes back.
 func (s *Service) askUpstream(ctx context.Context, up upstream, req searchRequest, size int) upstreamResult {
 	body, _ := json.Marshal(upstreamRequest{
-		Query:      upstreamQuery{Text: req.Text, Filter: req.Filter},
+		Query:      upstreamQuery{Text: req.Text, Filter: wireFilter(req.Filter)},
 		Federation: fedNone,
 		PageSize:   size,
 	})

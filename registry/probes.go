@@ -29,14 +29,15 @@ import (
 
 // Kinds of probed endpoints: the target-name prefix, the report group.
 const (
-	probeKindMCP = "mcp" // an MCP server: initialize (or server/discover), then tools/list
-	probeKindA2A = "a2a" // an A2A agent card: fetched and parsed
-	probeKindAPI = "api" // an API's base URL: HEAD, nothing that changes state
-	probeKindURL = "url" // any other entry URL: a conditional GET
+	probeKindMCP = "mcp"  // an MCP server: initialize (or server/discover), then tools/list
+	probeKindA2A = "a2a"  // an A2A agent card: fetched and parsed
+	probeKindAPI = "api"  // an API's base URL: HEAD, nothing that changes state
+	probeKindURL = "url"  // any other entry URL: a conditional GET
+	probeKindPay = "x402" // a paid resource: the unpaid request its 402 answers (payprobe.go)
 )
 
 // probeKinds lists the kinds in report order.
-var probeKinds = []string{probeKindMCP, probeKindA2A, probeKindAPI, probeKindURL}
+var probeKinds = []string{probeKindMCP, probeKindA2A, probeKindAPI, probeKindURL, probeKindPay}
 
 // typeA2ACard is the normalised A2A agent card type.
 const typeA2ACard = "application/a2a-agent-card+json"
@@ -124,6 +125,20 @@ type prober struct {
 	targetsMu  sync.Mutex
 	targetsGen uint64
 	targets    []probe.Target
+	// payClaims are the x402 terms each paid entry states, by identifier,
+	// read with targets: what a 402 must show for pay:verified.
+	payClaims map[string]payClaim
+	// payLearn maps the entries probed as a plain URL to their target:
+	// a 402 seen there teaches them the terms it states.
+	payLearn map[string]string
+	// overlay is what the last reconciliation decided per entry (see
+	// DecorateDoc); overlayMu guards it.
+	overlayMu sync.Mutex
+	overlay   map[string]payOverlay
+	// payStop ends the reconciliation loop StartProbes began; payDone is
+	// closed when it has ended.
+	payStop context.CancelFunc
+	payDone chan struct{}
 }
 
 type validator struct{ etag, lastModified string }
@@ -153,11 +168,22 @@ func (s *Service) newProber() error {
 func (s *Service) StartProbes(ctx context.Context) {
 	s.prober.running.Store(true)
 	s.prober.sched.Start(ctx)
+	pctx, cancel := context.WithCancel(ctx)
+	s.prober.payStop, s.prober.payDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.prober.payDone)
+		s.runPayReconcile(pctx)
+	}()
 }
 
 // ProbeRound probes every indexed endpoint once, now, ignoring the
 // schedule's politeness (for `ardx probe --once` style runs and tests).
-func (s *Service) ProbeRound(ctx context.Context) { s.prober.sched.RunOnce(ctx) }
+func (s *Service) ProbeRound(ctx context.Context) {
+	s.prober.sched.RunOnce(ctx)
+	if err := s.ReconcilePay(ctx); err != nil {
+		s.log.Warn("pay:verified reconciliation failed", "err", err)
+	}
+}
 
 // endpoint is what is probed for an entry.
 type endpoint struct {
@@ -165,9 +191,15 @@ type endpoint struct {
 	transport string
 	url       string
 	cardURL   string // MCP: the card to read the endpoint from when none is known
+	method    string // x402: the paid request's method
 }
 
-func (ep endpoint) name() string { return ep.kind + " " + firstOf(ep.url, ep.cardURL) }
+func (ep endpoint) name() string {
+	if ep.method != "" {
+		return ep.kind + " " + ep.method + " " + ep.url
+	}
+	return ep.kind + " " + firstOf(ep.url, ep.cardURL)
+}
 
 // entryHead is what endpointOf reads of an entry body.
 type entryHead struct {
@@ -268,6 +300,8 @@ func (s *Service) probeTargets() ([]probe.Target, error) {
 // readProbeTargets reads the targets of probeTargets from kv.
 func (s *Service) readProbeTargets() ([]probe.Target, error) {
 	groups := map[string]*probeGroup{}
+	claims := map[string]payClaim{}
+	learn := map[string]string{}
 	serverOf := map[string]*probeGroup{} // MCP server id -> group
 	type toolRef struct{ server, name, id string }
 	var tools []toolRef
@@ -276,6 +310,13 @@ func (s *Service) readProbeTargets() ([]probe.Target, error) {
 			return nil // private entries are not reported on
 		}
 		ep, server, ok := endpointOf(e)
+		if pe, claim, paid := payEndpointOf(e, ep, ok); paid {
+			ep, ok = pe, true
+			claim.target = ep.name()
+			claims[e.ID] = claim
+		} else if ok && ep.kind == probeKindURL {
+			learn[e.ID] = ep.name()
+		}
 		if !ok {
 			if server != "" {
 				var h struct {
@@ -320,6 +361,7 @@ func (s *Service) readProbeTargets() ([]probe.Target, error) {
 		})
 	}
 	slices.SortFunc(out, func(a, b probe.Target) int { return strings.Compare(a.Name, b.Name) })
+	s.prober.payClaims, s.prober.payLearn = claims, learn
 	return out, nil
 }
 
@@ -332,6 +374,8 @@ func (s *Service) observer(ep endpoint) func(context.Context) probe.Observation 
 		return func(ctx context.Context) probe.Observation { return s.observeCard(ctx, ep.url) }
 	case probeKindAPI:
 		return func(ctx context.Context) probe.Observation { return s.observeBase(ctx, ep.url) }
+	case probeKindPay:
+		return func(ctx context.Context) probe.Observation { return s.observePay(ctx, ep) }
 	default:
 		return func(ctx context.Context) probe.Observation { return s.observeURL(ctx, ep.url) }
 	}
@@ -458,6 +502,8 @@ func (s *Service) conditionalGet(ctx context.Context, rawURL, accept string) (re
 		return nil, fetchObservation(err), true
 	case res.Status == http.StatusNotModified:
 		return res, probe.Observation{Class: probe.ClassOK}, true
+	case res.Status == http.StatusPaymentRequired:
+		return res, paidObservation(res), true
 	case res.Status < 200 || res.Status > 299:
 		return res, statusObservation(res.Status, false), true
 	}

@@ -47,11 +47,15 @@ func TestSearchRejectsBadInputAndRecordsNothing(t *testing.T) {
 		{"filter value a number", `{"query":{"text":"w","filter":{"type":5}}}`, http.StatusUnprocessableEntity, "query.filter.type"},
 		{"filter array of numbers", `{"query":{"text":"w","filter":{"tags":[1,2]}}}`, http.StatusUnprocessableEntity, "query.filter.tags"},
 		{"filter empty array", `{"query":{"text":"w","filter":{"tags":[]}}}`, http.StatusUnprocessableEntity, "query.filter.tags"},
-		{"pay:protocol not supported", `{"query":{"text":"w","filter":{"pay:protocol":"x402"}}}`, http.StatusUnprocessableEntity, "query.filter.pay:protocol"},
-		{"pay:price not supported", `{"query":{"text":"w","filter":{"pay:price":{"lte":0.01}}}}`, http.StatusUnprocessableEntity, "query.filter.pay:price"},
-		{"pay:network not supported", `{"query":{"text":"w","filter":{"pay:network":"base"}}}`, http.StatusUnprocessableEntity, "query.filter.pay:network"},
-		{"pay:verified not supported", `{"query":{"text":"w","filter":{"pay:verified":"live"}}}`, http.StatusUnprocessableEntity, "query.filter.pay:verified"},
-		{"maxPricePerCall not supported", `{"query":{"text":"w","filter":{"maxPricePerCall":"0.01"}}}`, http.StatusUnprocessableEntity, "query.filter.maxPricePerCall"},
+		{"pay:protocol unknown", `{"query":{"text":"w","filter":{"pay:protocol":"bitcoin"}}}`, http.StatusUnprocessableEntity, "query.filter.pay:protocol"},
+		{"pay:price not an object", `{"query":{"text":"w","filter":{"pay:price":0.01}}}`, http.StatusUnprocessableEntity, "query.filter.pay:price"},
+		{"pay:price unknown operator", `{"query":{"text":"w","filter":{"pay:price":{"below":0.01}}}}`, http.StatusUnprocessableEntity, "query.filter.pay:price.below"},
+		{"pay:price negative", `{"query":{"text":"w","filter":{"pay:price":{"lte":-1}}}}`, http.StatusUnprocessableEntity, "query.filter.pay:price.lte"},
+		{"pay:price empty", `{"query":{"text":"w","filter":{"pay:price":{}}}}`, http.StatusUnprocessableEntity, "query.filter.pay:price"},
+		{"pay:network odd", `{"query":{"text":"w","filter":{"pay:network":"base net"}}}`, http.StatusUnprocessableEntity, "query.filter.pay:network"},
+		{"pay:verified not live", `{"query":{"text":"w","filter":{"pay:verified":"yes"}}}`, http.StatusUnprocessableEntity, "query.filter.pay:verified"},
+		{"maxPricePerCall not a number", `{"query":{"text":"w","filter":{"maxPricePerCall":"cheap"}}}`, http.StatusUnprocessableEntity, "query.filter.maxPricePerCall"},
+		{"maxPricePerCall a float literal with exponent sign", `{"query":{"text":"w","filter":{"maxPricePerCall":true}}}`, http.StatusUnprocessableEntity, "query.filter.maxPricePerCall"},
 		{"page token garbage", `{"query":{"text":"w"},"pageToken":"!!!"}`, http.StatusUnprocessableEntity, "pageToken"},
 		{"page token not a string", `{"query":{"text":"w"},"pageToken":7}`, http.StatusUnprocessableEntity, "pageToken"},
 		{"too large", `{"query":{"text":"w"},"pad":"` + strings.Repeat("x", 1<<20) + `"}`, http.StatusRequestEntityTooLarge, ""},
@@ -83,14 +87,6 @@ func TestSearchRejectsBadInputAndRecordsNothing(t *testing.T) {
 	f.search(t, `{"query":{"text":"weather"},"federation":"none"}`)
 	if recs := f.records(t); len(recs) != 1 {
 		t.Fatalf("a good search left %d records, want 1", len(recs))
-	}
-}
-
-func TestSearchPaymentFilterSaysNotSupported(t *testing.T) {
-	f := newTestServer(t, registry.Config{}, nil)
-	_, body := f.do(t, http.MethodPost, "/search", `{"query":{"text":"w","filter":{"pay:protocol":"x402"}}}`)
-	if !strings.Contains(string(body), "not supported yet") {
-		t.Fatalf("detail does not say the filter is unsupported: %s", body)
 	}
 }
 

@@ -275,6 +275,10 @@ func (s *Service) Flush(ctx context.Context) error { return s.demand.flush(ctx) 
 // recorded.
 func (s *Service) Close(ctx context.Context) error {
 	s.breakers.close()
+	if s.prober.payStop != nil {
+		s.prober.payStop()
+		<-s.prober.payDone
+	}
 	return errors.Join(s.closeBench(ctx), s.stopMonitor(ctx), s.prober.sched.Close(ctx), s.demand.close(ctx))
 }
 

@@ -329,6 +329,7 @@ func (in *Ingester) crawlDomain(ctx context.Context, domain string) (rep DomainR
 		rep.Warnings = append(rep.Warnings, Problem{Severity: SeverityWarning, Message: derr.Error()})
 	}
 	dc.readLLMsTxt(ctx)
+	dc.readBazaar(ctx, client)
 	if dc.nAPI == 0 {
 		for _, p := range wellKnownAPIPaths {
 			if dc.readAPI(ctx, "https://"+domain+p, "", true) {

@@ -77,6 +77,10 @@ type Ingester struct {
 	// (requests to one host never overlap); zero means DefaultCrawlDelay, a
 	// negative value means no pause.
 	CrawlDelay time.Duration
+	// Decorate, when set, completes each doc before it is indexed with what
+	// the running registry knows beside the entry (the payment terms its
+	// probes saw: registry.Service.DecorateDoc). Safe for concurrent use.
+	Decorate func(*index.Doc)
 
 	crawlerOnce sync.Once
 	crawler     *politeClient
@@ -496,6 +500,9 @@ func (in *Ingester) storeKV(key string, l *loaded) (*indexWork, error) {
 					docsDone <- builtDocs{err: err}
 					return
 				}
+				if in.Decorate != nil {
+					in.Decorate(&d)
+				}
 				docs[e.ID] = d
 			}
 			docsDone <- builtDocs{docs: docs}
@@ -596,6 +603,9 @@ func (in *Ingester) Reindex(ctx context.Context) (int, error) {
 		if err != nil {
 			in.logger().Warn("reindex: entry skipped", "id", e.ID, "err", err)
 			return nil
+		}
+		if in.Decorate != nil {
+			in.Decorate(&d)
 		}
 		batch = append(batch, d)
 		if len(batch) == indexBatch {

@@ -11,6 +11,7 @@ import (
 	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry/bench"
+	"github.com/ardx-dev/ardx/registry/pay"
 )
 
 // Bounds on the text ToDoc lifts out of an entry's inline data, so that one
@@ -80,6 +81,7 @@ func ToDoc(e kv.Entry) (index.Doc, error) {
 			}
 		}
 	}
+	d.PayProtocols, d.PayNetworks, d.PayPrices = pay.Summary(pay.FromEntry(f.Type, f.Data, f.Metadata))
 	if tm := f.TrustManifest; tm != nil {
 		d.IdentityType = tm.IdentityType
 		var types []string
