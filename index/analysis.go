@@ -133,3 +133,20 @@ func splitWordParts(term []byte) [][2]int {
 	}
 	return parts
 }
+
+// Terms returns the distinct terms the full-text analyzer makes of text,
+// in order of first appearance: the words a search for text looks up, and
+// the words a field holding text is found by. Callers that explain a match
+// (POST /plan's "why") compare in these terms, so the explanation agrees
+// with the ranking (stemming, identifier splitting, stop words).
+func (ix *Index) Terms(text string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, tok := range ix.an.text.Analyze([]byte(text)) {
+		if t := string(tok.Term); !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}

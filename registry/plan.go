@@ -6,6 +6,7 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"math/big"
 	"net/http"
 	"slices"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/probe"
 	"github.com/ardx-dev/ardx/registry/ingest"
+	"github.com/ardx-dev/ardx/registry/pay"
 	"github.com/ardx-dev/ardx/registry/plan"
 	"github.com/ardx-dev/ardx/registry/sources"
 )
@@ -159,9 +161,10 @@ type planReliability struct {
 }
 
 type planPrice struct {
-	PerCall  string `json:"perCall"` // decimal dollars, as the entry states it
+	PerCall  string `json:"perCall"` // decimal dollars, exact
 	Currency string `json:"currency"`
-	From     string `json:"from"` // where in the entry it was read
+	Protocol string `json:"protocol"`          // x402, mpp or card
+	Network  string `json:"network,omitempty"` // normalised: base, solana, ...
 }
 
 // handlePlan handles "POST /plan".
@@ -256,12 +259,14 @@ func (s *Service) planCandidate(st plan.Step, it resultItem, rank int) planCandi
 		{"tags", b.Tags},
 		{"description", []string{b.Description}},
 	}
-	stems := make([]map[string]bool, len(fields))
+	// Terms as the index analyses them (stems, identifier parts), so the
+	// explanation names the words the ranking matched.
+	terms := make([]map[string]bool, len(fields))
 	for i, f := range fields {
-		stems[i] = map[string]bool{}
+		terms[i] = map[string]bool{}
 		for _, t := range f.text {
-			for _, w := range strings.FieldsFunc(strings.ToLower(t), notWordRune) {
-				stems[i][plan.Stem(w)] = true
+			for _, term := range s.ix.Terms(t) {
+				terms[i][term] = true
 			}
 		}
 	}
@@ -271,9 +276,10 @@ func (s *Service) planCandidate(st plan.Step, it resultItem, rank int) planCandi
 			continue
 		}
 		seen[w] = true
+		wordTerms := s.ix.Terms(w)
 		var in []string
 		for i, f := range fields {
-			if stems[i][plan.Stem(w)] {
+			if slices.ContainsFunc(wordTerms, func(t string) bool { return terms[i][t] }) {
 				in = append(in, f.name)
 			}
 		}
@@ -287,11 +293,9 @@ func (s *Service) planCandidate(st plan.Step, it resultItem, rank int) planCandi
 		}
 	}
 	c.Reliability = s.planReliability(it.id)
-	c.Price = priceOf(b.Metadata)
+	c.Price = priceOf(b)
 	return c
 }
-
-func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
 
 func splitAll(ids []string) []string {
 	out := make([]string, 0, len(ids))
@@ -372,23 +376,23 @@ func (s *Service) planReliability(id string) *planReliability {
 	return out
 }
 
-// priceOf reads a price per call an entry states in its metadata
-// (pricePerCall or price, in dollars). The normalised payment terms of
-// the pay: filters supersede it where an entry has them.
-func priceOf(md map[string]json.RawMessage) *planPrice {
-	for _, k := range []string{"pricePerCall", "price"} {
-		raw, ok := md[k]
-		if !ok {
+// priceOf is the lowest price per call in dollars among the payment
+// options the entry states (registry/pay: catalogue items, flat pay.*
+// metadata keys), compared exactly in decimal; nil when none is known.
+func priceOf(b candidateBody) *planPrice {
+	var best *planPrice
+	var bestRat *big.Rat
+	for _, o := range pay.FromEntry(b.Type, b.Data, b.Metadata) {
+		r, ok := new(big.Rat).SetString(o.Price)
+		if o.Price == "" || !ok {
 			continue
 		}
-		v := strings.Trim(strings.TrimSpace(string(raw)), `"`)
-		v = strings.TrimPrefix(v, "$")
-		if v == "" || strings.Trim(v, "0123456789.") != "" || strings.Count(v, ".") > 1 {
-			continue
+		if bestRat == nil || r.Cmp(bestRat) < 0 {
+			bestRat = r
+			best = &planPrice{PerCall: o.Price, Currency: "USD", Protocol: o.Protocol, Network: o.Network}
 		}
-		return &planPrice{PerCall: v, Currency: "USD", From: "metadata." + k}
 	}
-	return nil
+	return best
 }
 
 // planVocab caches the decomposition's vocabulary per index generation:

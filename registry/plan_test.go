@@ -23,7 +23,12 @@ type planBody struct {
 			Identifier string         `json:"identifier"`
 			Visibility string         `json:"visibility"`
 			Call       map[string]any `json:"call"`
-			Why        struct {
+			Price      *struct {
+				PerCall  string `json:"perCall"`
+				Protocol string `json:"protocol"`
+				Network  string `json:"network"`
+			} `json:"price"`
+			Why struct {
 				Matched []struct {
 					Word string `json:"word"`
 				} `json:"matched"`
@@ -149,6 +154,44 @@ func TestPlanPrivate(t *testing.T) {
 		if found != tc.want {
 			t.Errorf("viewer %q: private candidate %v, want %v", tc.viewer, found, tc.want)
 		}
+	}
+}
+
+// TestPlanPrice: a candidate's price is the lowest of the payment options
+// the entry states, read through the same normalisation the pay filters
+// use; an entry that states none has no price.
+func TestPlanPrice(t *testing.T) {
+	f := newTestServer(t, registry.Config{}, nil)
+	loadEntries(t, f.db, f.ix, "paid", []string{
+		`{"identifier":"urn:air:geo.test:geocode","displayName":"Geocoder","type":"application/mcp-server-card+json","url":"https://geo.test/card.json","description":"Turns a street address into coordinates.","metadata":{"pay.protocol":"x402","pay.network":"base","pay.price":"0.0020","pay.2.protocol":"x402","pay.2.network":"solana","pay.2.price":"0.00199"}}`,
+		`{"identifier":"urn:air:geo.test:freegeo","displayName":"Free Geocoder","type":"application/mcp-server-card+json","url":"https://geo.test/free.json","description":"Turns a street address into coordinates for free."}`,
+	})
+	resp, err := http.Post(f.srv.URL+"/plan", "application/json", strings.NewReader(`{"task":"geocode a street address","candidates":5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p planBody
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || len(p.Steps) == 0 {
+		t.Fatalf("plan: %v %+v", err, p)
+	}
+	seen := 0
+	for _, c := range p.Steps[0].Candidates {
+		switch c.Identifier {
+		case "urn:air:geo.test:geocode":
+			seen++
+			if c.Price == nil || c.Price.PerCall != "0.00199" || c.Price.Network != "solana" || c.Price.Protocol != "x402" {
+				t.Errorf("paid candidate price %+v, want 0.00199 on solana over x402", c.Price)
+			}
+		case "urn:air:geo.test:freegeo":
+			seen++
+			if c.Price != nil {
+				t.Errorf("free candidate has price %+v", c.Price)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("expected both geocoders among the candidates: %+v", p.Steps[0].Candidates)
 	}
 }
 

@@ -420,7 +420,3 @@ func stem(w string) string {
 	}
 	return w
 }
-
-// Stem is the word folding the plan matches with, for callers that explain
-// a match in the same terms.
-func Stem(w string) string { return stem(strings.ToLower(w)) }
