@@ -297,7 +297,7 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, _ httprou
 	if len(items) > 0 {
 		results = make([]kv.ReturnedEntry, len(items))
 		for i, it := range items {
-			results[i] = kv.ReturnedEntry{ID: it.id, Rank: req.Offset + i + 1, Source: it.upstream}
+			results[i] = kv.ReturnedEntry{ID: it.id, Rank: req.Offset + i + 1, Source: it.upstream, Private: it.visibility == visPrivate}
 		}
 	}
 	s.recordSearch(r.Context(), req, results, outcomes)

@@ -17,6 +17,7 @@ import (
 	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/internal/gencache"
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry/report"
 	"github.com/ardx-dev/ardx/registry/sources"
 	"github.com/ardx-dev/ardx/web"
 )
@@ -72,6 +73,13 @@ type Config struct {
 	// Probe configures the probing of indexed endpoints (StartProbes) and
 	// the window of the reports read from it.
 	Probe ProbeConfig
+	// FullReports reports whether r may read domain's reports past the
+	// free window (the last 7 days, the top 25 rows): a key that monitors
+	// or owns the domain. nil lets nobody past it.
+	FullReports func(r *http.Request, domain string) bool
+	// Reports configures the third-party sources of /usage and
+	// /web-position; the zero value calls none of them.
+	Reports ReportSources
 }
 
 // Service is the registry's HTTP service. Create it with New, serve
@@ -101,6 +109,11 @@ type Service struct {
 	discovered discoveredCache
 	prober     *prober
 	survey     surveyCache
+
+	// Publisher reports.
+	usage    *report.Usage
+	webpos   *report.WebPositions
+	adoption adoptionCache
 }
 
 // upstream is one registry federation=auto may ask.
@@ -203,6 +216,11 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 	if err := s.newProber(); err != nil {
 		return nil, err
 	}
+	if err := cfg.Reports.check(); err != nil {
+		return nil, err
+	}
+	s.usage = report.NewUsage(db, cfg.Reports.Usage, cfg.Now)
+	s.webpos = report.NewWebPositions(db, cfg.Reports.WebSearch, cfg.Now)
 	s.demand = newDemandWriter(db, s.log, s.cfg.Now, cfg.DemandRetention)
 	s.handler = s.routes()
 	return s, nil
@@ -250,6 +268,12 @@ func (s *Service) routeTable() []route {
 		{http.MethodGet, "/reliability", s.handleReliability},
 		{http.MethodGet, "/feed/changes", s.handleFeedChanges},
 		{http.MethodGet, "/state-of-mcp", s.handleStateOfMCP},
+		{http.MethodGet, "/demand", s.handleDemand},
+		{http.MethodGet, "/analytics", s.handleAnalytics},
+		{http.MethodGet, "/insights", s.handleInsights},
+		{http.MethodGet, "/web-position", s.handleWebPosition},
+		{http.MethodGet, "/usage", s.handleUsage},
+		{http.MethodGet, "/adoption", s.handleAdoption},
 	}
 }
 
