@@ -198,6 +198,9 @@ func Demand(db *kv.DB, domain string, w Window, limit int) (DemandReport, error)
 		var all Stats
 		ids := make([]string, 0, len(entries))
 		for id, s := range entries {
+			if s.Returned == 0 {
+				continue // returned only to probe traffic
+			}
 			all.Add(*s)
 			ids = append(ids, id)
 		}
@@ -220,11 +223,13 @@ func Demand(db *kv.DB, domain string, w Window, limit int) (DemandReport, error)
 		}
 		texts := make([]string, 0, len(queries))
 		for t, q := range queries {
-			if t == "" {
+			if t == otherTexts {
 				rep.OtherQueries += q.qs.Searches
 				continue
 			}
-			texts = append(texts, t)
+			if q.qs.Searches > 0 {
+				texts = append(texts, t)
+			}
 		}
 		slices.SortFunc(texts, func(a, b string) int {
 			return cmp.Or(cmp.Compare(queries[b].qs.Searches, queries[a].qs.Searches), cmp.Compare(a, b))

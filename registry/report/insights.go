@@ -56,8 +56,8 @@ func Insights(db *kv.DB, domain string, w Window) (InsightsReport, error) {
 			return err
 		}
 		texts := make([]string, 0, len(queries))
-		for t := range queries {
-			if t != "" {
+		for t, q := range queries {
+			if t != otherTexts && q.qs.Searches > 0 {
 				texts = append(texts, t)
 			}
 		}
@@ -121,7 +121,7 @@ func ZeroResultQueries(db *kv.DB, w Window, categories []string, limit int) ([]Z
 			prefix := zeroKey(level, block, "")
 			return rb.Scan(prefix, nil, func(k, raw []byte) (bool, error) {
 				text := string(k[len(prefix):])
-				if text == "" {
+				if text == otherTexts || text == "" {
 					return true, nil
 				}
 				var v zeroVal

@@ -151,8 +151,12 @@ type zeroVal struct {
 	Tags            []string // filter values (type, tags, capabilities) it asked
 }
 
+// otherTexts is the key text under which texts past the bound on distinct
+// texts are counted; a normalized text never holds a control character.
+const otherTexts = "\x00"
+
 // NormalizeQuery is the form query texts are counted under: lower case,
-// spaces collapsed, at most maxTextLen runes.
+// spaces collapsed, control characters dropped, at most maxTextLen runes.
 func NormalizeQuery(s string) string {
 	var b strings.Builder
 	n := 0
@@ -163,6 +167,9 @@ func NormalizeQuery(s string) string {
 		}
 		if unicode.IsSpace(r) {
 			space = true
+			continue
+		}
+		if unicode.IsControl(r) {
 			continue
 		}
 		if space && b.Len() > 0 {
@@ -380,8 +387,8 @@ func (w *rollupWriter) query(pub string, level uint8, block, size uint32, norm, 
 		w.queries[string(key)] = v
 		return v, nil
 	}
-	if norm != "" && !w.admit(countKey(kindQuery, pub, level, block), size) {
-		return w.query(pub, level, block, size, "", "")
+	if norm != otherTexts && !w.admit(countKey(kindQuery, pub, level, block), size) {
+		return w.query(pub, level, block, size, otherTexts, "")
 	}
 	v.Shown = shown
 	w.queries[string(key)] = v
@@ -401,8 +408,8 @@ func (w *rollupWriter) zero(key []byte, li int, block, size uint32, shown string
 		return v, nil
 	}
 	norm := string(key[6:])
-	if norm != "" && !w.admit(countKey(kindZero, "", uint8(li), block), size) {
-		return w.zero(zeroKey(uint8(li), block, ""), li, block, size, "", nil)
+	if norm != otherTexts && !w.admit(countKey(kindZero, "", uint8(li), block), size) {
+		return w.zero(zeroKey(uint8(li), block, otherTexts), li, block, size, "", nil)
 	}
 	v.Shown = shown
 	for _, k := range []string{"type", "tags", "capabilities"} {
