@@ -42,6 +42,10 @@ type UsageConfig struct {
 	Client      *http.Client
 	// Fresh is how long a figure is served from the cache; zero means 6 h.
 	Fresh time.Duration
+	// PerSecond and Burst bound the calls to each source (defaults 1 and
+	// 10); a figure past the bound is unavailable until the next read.
+	PerSecond float64
+	Burst     int
 }
 
 // DefaultUsageConfig are the public interfaces.
@@ -84,12 +88,18 @@ func NewUsage(db *kv.DB, cfg UsageConfig, now func() time.Time) *Usage {
 	if cfg.Fresh <= 0 {
 		cfg.Fresh = 6 * time.Hour
 	}
+	if cfg.PerSecond <= 0 {
+		cfg.PerSecond = 1
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = 10
+	}
 	u := &Usage{db: db, now: now, fresh: cfg.Fresh, sources: map[string]*source{}}
 	add := func(metric, base string) *source {
 		if base == "" {
 			return nil
 		}
-		s := newSource(metric, base, cfg.Client, 1, 10)
+		s := newSource(metric, base, cfg.Client, cfg.PerSecond, cfg.Burst)
 		u.sources[metric] = s
 		return s
 	}
