@@ -18,6 +18,7 @@ import (
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry"
 	"github.com/ardx-dev/ardx/registry/ingest"
+	"github.com/ardx-dev/ardx/registry/report"
 	"github.com/ardx-dev/ardx/web"
 )
 
@@ -34,6 +35,15 @@ type registryConfig struct {
 	crawlInterval      time.Duration
 	demandRetention    time.Duration
 	probe              registry.ProbeConfig
+	reports            reportFlags
+}
+
+// reportFlags configure the third-party sources of /usage and
+// /web-position. Keys come from a file or the environment, never a flag.
+type reportFlags struct {
+	githubURL, npmURL, pypiURL, dockerURL string
+	githubTokenFile                       string
+	webSearchURL, webSearchKeyFile        string
 }
 
 func (rc *registryConfig) flags(cmd *cobra.Command) {
@@ -54,6 +64,40 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.DurationVar(&rc.probe.HostGap, "endpoint-probe-host-gap", 2*time.Second, "least time between two probes of one host")
 	f.IntVar(&rc.probe.Budget, "endpoint-probe-budget", 600, "probes started per minute across all hosts")
 	f.IntVar(&rc.probe.DownAfter, "endpoint-probe-down-after", 3, "consecutive failed probes before an endpoint is reported down")
+	def := report.DefaultUsageConfig()
+	f.StringVar(&rc.reports.githubURL, "usage-github-url", def.GitHubBase, "GitHub REST API base /usage reads stars from (empty: none)")
+	f.StringVar(&rc.reports.githubTokenFile, "usage-github-token-file", "", "file with a GitHub token for /usage (or set ARDX_USAGE_GITHUB_TOKEN); optional, raises GitHub's rate limit")
+	f.StringVar(&rc.reports.npmURL, "usage-npm-url", def.NPMBase, "npm downloads API base /usage reads from (empty: none)")
+	f.StringVar(&rc.reports.pypiURL, "usage-pypi-url", def.PyPIBase, "pypistats API base /usage reads from (empty: none)")
+	f.StringVar(&rc.reports.dockerURL, "usage-docker-url", def.DockerBase, "Docker Hub API base /usage reads pulls from (empty: none)")
+	f.StringVar(&rc.reports.webSearchURL, "web-search-url", "", "web-search endpoint /web-position asks (Brave Search API shape: GET ?q=&count=, key in X-Subscription-Token); empty: none, and the report says so")
+	f.StringVar(&rc.reports.webSearchKeyFile, "web-search-key-file", "", "file with the web-search key (or set ARDX_WEB_SEARCH_KEY)")
+}
+
+// reportSources builds the report sources from the flags, reading the keys
+// from their files or the environment. Errors never echo a key.
+func (rc *registryConfig) reportSources(getenv func(string) string) (registry.ReportSources, error) {
+	secret := func(file, env, flag string) (string, error) {
+		if file == "" {
+			return strings.TrimSpace(getenv(env)), nil
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--%s: %w", flag, err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	var rs registry.ReportSources
+	var err error
+	rs.Usage = report.UsageConfig{GitHubBase: rc.reports.githubURL, NPMBase: rc.reports.npmURL, PyPIBase: rc.reports.pypiURL, DockerBase: rc.reports.dockerURL}
+	if rs.Usage.GitHubToken, err = secret(rc.reports.githubTokenFile, "ARDX_USAGE_GITHUB_TOKEN", "usage-github-token-file"); err != nil {
+		return rs, err
+	}
+	rs.WebSearch.Endpoint = rc.reports.webSearchURL
+	if rs.WebSearch.Key, err = secret(rc.reports.webSearchKeyFile, "ARDX_WEB_SEARCH_KEY", "web-search-key-file"); err != nil {
+		return rs, err
+	}
+	return rs, nil
 }
 
 func (rc *registryConfig) validate() error {
@@ -272,7 +316,14 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 	// it out of their demand as this registry never counts it as its own.
 	probes.Fetcher = web.NewFetcher(web.FetchOptions{AllowPrivate: c.global.allowPrivate, Resolve: stores.resolve,
 		Timeout: probes.Timeout, UserAgent: "ardx-probe/" + version + " (+" + publicURL + "/reliability)"})
+	reports, err := rc.reportSources(c.getenv)
+	if err != nil {
+		ln.Close()
+		stores.close()
+		return nil, err
+	}
 	svc, err := registry.New(registry.Config{
+		Reports:            reports,
 		Probe:              probes,
 		PublicURL:          publicURL,
 		Fetcher:            stores.ingester.Fetcher,

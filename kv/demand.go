@@ -85,7 +85,7 @@ func (db *DB) AppendSearchesWith(recs []SearchRecord, rollup func([]SearchRecord
 	}
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		if rollup != nil {
-			if err := rollup(recs, Reports{b: tx.Bucket(bucketReports), writable: true}); err != nil {
+			if err := rollup(recs, writableReports(tx)); err != nil {
 				return fmt.Errorf("kv: demand rollup: %w", err)
 			}
 		}

@@ -82,6 +82,18 @@ func (db *DB) ViewReports(fn func(Reports) error) error {
 // bucket, committed (fsynced) before it returns.
 func (db *DB) UpdateReports(fn func(Reports) error) error {
 	return db.bolt.Update(func(tx *bolt.Tx) error {
-		return fn(Reports{b: tx.Bucket(bucketReports), writable: true})
+		return fn(writableReports(tx))
 	})
+}
+
+// reportsFillPercent is the page fill of the reports bucket: rollup keys
+// mostly arrive in order within a block (a new day's keys after the
+// previous day's), and rewrites of existing keys keep their size, so pages
+// split at half full would stay half empty.
+const reportsFillPercent = 0.9
+
+func writableReports(tx *bolt.Tx) Reports {
+	b := tx.Bucket(bucketReports)
+	b.FillPercent = reportsFillPercent
+	return Reports{b: b, writable: true}
 }

@@ -445,8 +445,8 @@ func (rs ReportSources) check() error {
 			continue
 		}
 		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
-			return fmt.Errorf("registry: %s %q must be an absolute http(s) URL", name, raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" {
+			return fmt.Errorf("registry: %s %q must be an absolute http(s) URL without query or fragment", name, raw)
 		}
 	}
 	return nil

@@ -96,31 +96,90 @@ func mean(sum, n int64) float64 {
 	return float64(sum) / float64(n)
 }
 
-// entryTotals sums the entry rollups of domain over the window.
-func entryTotals(rb kv.Reports, domain string, w Window) (map[string]*Stats, error) {
-	out := map[string]*Stats{}
+// entryStats is one entry's counts over a window.
+type entryStats struct {
+	id string
+	Stats
+}
+
+// entryTotals sums the entry rollups of domain over the window, sorted by
+// identifier. Every block lists a domain's entries in identifier order and
+// mostly the same ones, so the sums merge block by block in one pass each
+// instead of a map look-up per entry and block (a 365-day report of 10,000
+// entries reads 150,000 rollups).
+func entryTotals(rb kv.Reports, domain string, w Window) ([]entryStats, error) {
+	var acc, merged []entryStats
 	var v entryVal
 	err := cover(w.From, w.To, func(level uint8, block uint32) error {
 		prefix := blockPrefix(kindEntry, domain, level, block)
-		return rb.Scan(prefix, nil, func(k, raw []byte) (bool, error) {
+		j := 0
+		var extra []entryStats // entries not yet in acc, in key order
+		err := rb.Scan(prefix, nil, func(k, raw []byte) (bool, error) {
 			v = entryVal{}
 			if err := decodeEntryVal(raw, &v); err != nil {
 				return false, err
 			}
 			id := k[len(prefix):]
-			s, ok := out[string(id)]
-			if !ok {
-				s = &Stats{}
-				out[string(id)] = s
+			for j < len(acc) && acc[j].id < string(id) {
+				j++
 			}
-			s.Add(v.Searches)
+			s := &v.Searches
 			if w.IncludeProbe {
 				s.Add(v.Probe)
 			}
+			if j < len(acc) && acc[j].id == string(id) {
+				acc[j].Add(*s)
+				j++
+				return true, nil
+			}
+			extra = append(extra, entryStats{id: string(id), Stats: *s})
 			return true, nil
 		})
+		if err != nil || len(extra) == 0 {
+			return err
+		}
+		// Merge the new entries in, keeping identifier order.
+		merged = merged[:0]
+		a, b := 0, 0
+		for a < len(acc) || b < len(extra) {
+			if b == len(extra) || a < len(acc) && acc[a].id < extra[b].id {
+				merged = append(merged, acc[a])
+				a++
+			} else {
+				merged = append(merged, extra[b])
+				b++
+			}
+		}
+		acc, merged = merged, acc
+		return nil
 	})
-	return out, err
+	return acc, err
+}
+
+// topEntries returns the limit entries returned most (ties by identifier),
+// most first, leaving out those never returned.
+func topEntries(all []entryStats, limit int) []entryStats {
+	better := func(a, b *entryStats) bool {
+		return a.Returned > b.Returned || a.Returned == b.Returned && a.id < b.id
+	}
+	top := make([]entryStats, 0, limit+1)
+	for i := range all {
+		e := &all[i]
+		if e.Returned == 0 || len(top) == limit && !better(e, &top[len(top)-1]) {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(top, e, func(t entryStats, e *entryStats) int {
+			if better(&t, e) {
+				return -1
+			}
+			return 1
+		})
+		top = slices.Insert(top, at, *e)
+		if len(top) > limit {
+			top = top[:limit]
+		}
+	}
+	return top
 }
 
 // queryTotal is one text's counts over a window.
@@ -196,22 +255,15 @@ func Demand(db *kv.DB, domain string, w Window, limit int) (DemandReport, error)
 			return err
 		}
 		var all Stats
-		ids := make([]string, 0, len(entries))
-		for id, s := range entries {
-			if s.Returned == 0 {
-				continue // returned only to probe traffic
+		for i := range entries {
+			if entries[i].Returned > 0 { // else returned only to probe traffic
+				all.Add(entries[i].Stats)
+				rep.EntriesTotal++
 			}
-			all.Add(*s)
-			ids = append(ids, id)
 		}
-		slices.SortFunc(ids, func(a, b string) int {
-			return cmp.Or(cmp.Compare(entries[b].Returned, entries[a].Returned), cmp.Compare(a, b))
-		})
-		rep.EntriesTotal = len(ids)
-		for _, id := range ids[:min(limit, len(ids))] {
-			s := entries[id]
-			rep.Entries = append(rep.Entries, EntryDemand{Identifier: id, Returned: s.Returned, BestRank: s.Best,
-				FirstPage: s.FirstPage, FirstPageShare: share(s.FirstPage, s.Returned), Ranks: ranksOf(s)})
+		for _, e := range topEntries(entries, limit) {
+			rep.Entries = append(rep.Entries, EntryDemand{Identifier: e.id, Returned: e.Returned, BestRank: e.Best,
+				FirstPage: e.FirstPage, FirstPageShare: share(e.FirstPage, e.Returned), Ranks: ranksOf(&e.Stats)})
 		}
 		rep.Appearances = all.Returned
 		rep.FirstPageShare = share(all.FirstPage, all.Returned)
