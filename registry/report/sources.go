@@ -63,15 +63,16 @@ func newSource(name, base string, client *http.Client, perSecond float64, burst 
 // errRateLimited is a call this registry held back to respect a source.
 var errRateLimited = errors.New("held back by this registry's rate limit for the source; try again later")
 
-// getJSON calls base+path and decodes a JSON object into v.
-func (s *source) getJSON(ctx context.Context, path string, v any) (string, error) {
+// get calls base+path and returns the body of a 200 answer, at most
+// maxSourceBody bytes.
+func (s *source) get(ctx context.Context, path string) (string, []byte, error) {
 	u := s.base + path
 	if !s.limiter.Allow() {
-		return u, errRateLimited
+		return u, nil, errRateLimited
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return u, err
+		return u, nil, err
 	}
 	for k, vs := range s.header {
 		req.Header[k] = vs
@@ -82,30 +83,25 @@ func (s *source) getJSON(ctx context.Context, path string, v any) (string, error
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
-			return u, errors.New("the source did not answer in time")
+			return u, nil, errors.New("the source did not answer in time")
 		}
-		return u, errors.New("the source could not be reached")
+		return u, nil, errors.New("the source could not be reached")
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
-		return u, errors.New("the source knows no such name (404)")
+		return u, nil, errors.New("the source knows no such name (404)")
 	}
 	if resp.StatusCode != http.StatusOK {
-		return u, fmt.Errorf("the source answered HTTP %d", resp.StatusCode)
+		return u, nil, fmt.Errorf("the source answered HTTP %d", resp.StatusCode)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxSourceBody+1))
 	if err != nil {
-		return u, errors.New("the source's answer broke off")
+		return u, nil, errors.New("the source's answer broke off")
 	}
 	if len(body) > maxSourceBody {
-		return u, errors.New("the source's answer is larger than this registry reads")
+		return u, nil, errors.New("the source's answer is larger than this registry reads")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return u, errUnexpected
-	}
-	return u, nil
+	return u, body, nil
 }
 
 // count reads a JSON value that must be a non-negative integer number (a

@@ -201,47 +201,53 @@ func (u *Usage) read(ctx context.Context, metric, target string) Figure {
 		f.Reason = "this registry's operator has not configured a source for " + metric
 		return f
 	}
+	path := map[string]string{
+		MetricStars:  "/repos/" + target,
+		MetricNPM:    "/downloads/point/last-month/" + target,
+		MetricPyPI:   "/api/packages/" + url.PathEscape(target) + "/recent",
+		MetricDocker: "/v2/repositories/" + target + "/",
+	}[metric]
 	var (
-		raw json.RawMessage
-		err error
+		body []byte
+		err  error
 	)
-	switch metric {
-	case MetricStars:
-		var v struct {
-			Stars json.RawMessage `json:"stargazers_count"`
-		}
-		f.Source, err = src.getJSON(ctx, "/repos/"+target, &v)
-		raw = v.Stars
-	case MetricNPM:
-		var v struct {
-			Downloads json.RawMessage `json:"downloads"`
-		}
-		f.Source, err = src.getJSON(ctx, "/downloads/point/last-month/"+target, &v)
-		raw = v.Downloads
-	case MetricPyPI:
-		var v struct {
-			Data struct {
-				LastMonth json.RawMessage `json:"last_month"`
-			} `json:"data"`
-		}
-		f.Source, err = src.getJSON(ctx, "/api/packages/"+url.PathEscape(target)+"/recent", &v)
-		raw = v.Data.LastMonth
-	case MetricDocker:
-		var v struct {
-			Pulls json.RawMessage `json:"pull_count"`
-		}
-		f.Source, err = src.getJSON(ctx, "/v2/repositories/"+target+"/", &v)
-		raw = v.Pulls
-	}
+	f.Source, body, err = src.get(ctx, path)
 	if err == nil {
 		var n int64
-		if n, err = count(raw); err == nil {
+		if n, err = parseFigure(metric, body); err == nil {
 			f.Value, f.Available = &n, true
 			return f
 		}
 	}
 	f.Reason = err.Error()
 	return f
+}
+
+// parseFigure reads metric's count from a source's answer: a JSON integer
+// of at least zero where the source documents it, or errUnexpected.
+func parseFigure(metric string, body []byte) (int64, error) {
+	var v struct {
+		Stars     json.RawMessage `json:"stargazers_count"`
+		Downloads json.RawMessage `json:"downloads"`
+		Pulls     json.RawMessage `json:"pull_count"`
+		Data      struct {
+			LastMonth json.RawMessage `json:"last_month"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return 0, errUnexpected
+	}
+	switch metric {
+	case MetricStars:
+		return count(v.Stars)
+	case MetricNPM:
+		return count(v.Downloads)
+	case MetricPyPI:
+		return count(v.Data.LastMonth)
+	case MetricDocker:
+		return count(v.Pulls)
+	}
+	return 0, errUnexpected
 }
 
 func usageKey(domain, metric string, day Day, target string) []byte {

@@ -148,6 +148,22 @@ func (w *WebPositions) check(ctx context.Context, domain, phrase string, day Day
 		c.Reason = "no web-search provider is configured on this registry"
 		return c
 	}
+	_, body, err := w.src.get(ctx, "?q="+url.QueryEscape(phrase)+"&count="+strconv.Itoa(WebDepth))
+	if err == nil {
+		c.Position, err = parsePosition(body, domain)
+	}
+	if err != nil {
+		c.Reason = err.Error()
+		return c
+	}
+	c.Checked, c.At, c.Provider = true, w.now().UTC(), w.Provider()
+	return c
+}
+
+// parsePosition reads a provider's answer: the 1-based rank of the first
+// of the first WebDepth results on domain or a subdomain, nil when none is.
+// A result whose url is not a string makes the answer unexpected.
+func parsePosition(body []byte, domain string) (*int, error) {
 	var v struct {
 		Web struct {
 			Results []struct {
@@ -155,10 +171,8 @@ func (w *WebPositions) check(ctx context.Context, domain, phrase string, day Day
 			} `json:"results"`
 		} `json:"web"`
 	}
-	_, err := w.src.getJSON(ctx, "?q="+url.QueryEscape(phrase)+"&count="+strconv.Itoa(WebDepth), &v)
-	if err != nil {
-		c.Reason = err.Error()
-		return c
+	if json.Unmarshal(body, &v) != nil {
+		return nil, errUnexpected
 	}
 	for i, r := range v.Web.Results {
 		if i == WebDepth {
@@ -166,8 +180,7 @@ func (w *WebPositions) check(ctx context.Context, domain, phrase string, day Day
 		}
 		var s string
 		if json.Unmarshal(r.URL, &s) != nil {
-			c.Reason = errUnexpected.Error()
-			return c
+			return nil, errUnexpected
 		}
 		u, err := url.Parse(s)
 		if err != nil {
@@ -176,12 +189,10 @@ func (w *WebPositions) check(ctx context.Context, domain, phrase string, day Day
 		host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 		if host == domain || strings.HasSuffix(host, "."+domain) {
 			pos := i + 1
-			c.Position = &pos
-			break
+			return &pos, nil
 		}
 	}
-	c.Checked, c.At, c.Provider = true, w.now().UTC(), w.Provider()
-	return c
+	return nil, nil
 }
 
 // History returns the recorded checks of domain in the window, by day.
