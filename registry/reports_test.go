@@ -606,3 +606,126 @@ func TestReportPagesReadable(t *testing.T) {
 		pagecheck.Check(t, f.svc.Handler(), path)
 	}
 }
+
+// TestInsightsAndAnalyticsFromRealSearches: /insights follows the top
+// queries' best rank and names the publishers ranked above (from the
+// very responses); /analytics lists zero-result queries in the domain's
+// categories only.
+func TestInsightsAndAnalyticsFromRealSearches(t *testing.T) {
+	f := newTestServer(t, registry.Config{}, nil)
+	const domain = "rain.test"
+	above := map[string]int64{}
+	var best int64
+	for range 2 {
+		res := f.search(t, `{"query":{"text":"weather forecast"},"federation":"none"}`)
+		got := ids(res.Results)
+		at := slices.IndexFunc(got, func(id string) bool { return report.PublisherOf(id) == domain })
+		if at < 1 {
+			t.Fatalf("rain.test at %d in %v: the test needs it below others", at, got)
+		}
+		best = int64(at + 1)
+		seen := map[string]bool{}
+		for _, id := range got[:at] {
+			if p := report.PublisherOf(id); !seen[p] {
+				seen[p] = true
+				above[p]++
+			}
+		}
+	}
+	for _, body := range []string{
+		`{"query":{"text":"tornado","filter":{"tags":["radar"]}},"federation":"none"}`,
+		`{"query":{"text":"xyzzy plugh"},"federation":"none"}`,
+	} {
+		if res := f.search(t, body); len(res.Results) != 0 {
+			t.Fatalf("%s found %v", body, ids(res.Results))
+		}
+	}
+	f.records(t)
+
+	var in report.InsightsReport
+	f.getJSON(t, "/insights?domain=rain.test", &in)
+	if len(in.Queries) == 0 || in.Queries[0].Normalized != "weather forecast" {
+		t.Fatalf("insights %+v", in)
+	}
+	q := in.Queries[0]
+	today := q.Days[len(q.Days)-1]
+	if q.Searches != 2 || q.BestRank != best || today.Searches != 2 || today.BestRank != best || len(q.Days) != 7 {
+		t.Fatalf("query %+v", q)
+	}
+	gotAbove := map[string]int64{}
+	for _, a := range q.RankedAbove {
+		gotAbove[a.Publisher] = a.Searches
+	}
+	if fmt.Sprint(gotAbove) != fmt.Sprint(above) {
+		t.Fatalf("ranked above %v, want %v", gotAbove, above)
+	}
+
+	var an struct {
+		Categories  []string `json:"categories"`
+		ZeroResults struct {
+			Total   int                `json:"total"`
+			Queries []report.ZeroQuery `json:"queries"`
+		} `json:"zeroResultQueries"`
+		PerDay []report.DayCount `json:"perDay"`
+		Probes struct {
+			Entries []map[string]any `json:"entries"`
+		} `json:"probes"`
+	}
+	f.getJSON(t, "/analytics?domain=rain.test", &an)
+	if !slices.Contains(an.Categories, "radar") {
+		t.Fatalf("categories %v", an.Categories)
+	}
+	if an.ZeroResults.Total != 1 || an.ZeroResults.Queries[0].Text != "tornado" || an.ZeroResults.Queries[0].Searches != 1 {
+		t.Fatalf("zero-result queries %+v", an.ZeroResults)
+	}
+	if last := an.PerDay[len(an.PerDay)-1]; last.Searches != 2 || last.MeanBestRank != float64(best) {
+		t.Fatalf("per day %+v", an.PerDay)
+	}
+	if len(an.Probes.Entries) != 1 || an.Probes.Entries[0]["entry"] != "urn:air:rain.test:radar" {
+		t.Fatalf("probes %+v", an.Probes)
+	}
+}
+
+// TestReportSourcesHangAndRateLimit: a web-search provider that hangs
+// gives no position and records nothing; a usage source past its rate
+// limit is held back, not read, and shows as unavailable.
+func TestReportSourcesHangAndRateLimit(t *testing.T) {
+	hang := make(chan struct{})
+	var calls atomic.Int64
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if strings.HasPrefix(r.URL.Path, "/repos/") {
+			fmt.Fprint(w, `{"stargazers_count":7}`)
+			return
+		}
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(hang); fake.Close() })
+	f := newTestServer(t, registry.Config{Reports: registry.ReportSources{
+		WebSearch: report.WebSearchConfig{Endpoint: fake.URL + "/search", Client: &http.Client{Timeout: 200 * time.Millisecond}},
+		Usage:     report.UsageConfig{GitHubBase: fake.URL, Burst: 2, PerSecond: 0.001},
+	}}, nil)
+	var wb webBody
+	f.getJSON(t, "/web-position?domain=weather.test", &wb)
+	if len(wb.Today) == 0 || len(wb.History) != 0 {
+		t.Fatalf("hanging provider: %+v", wb)
+	}
+	for _, c := range wb.Today {
+		if c.Checked || c.Position != nil || !strings.Contains(c.Reason, "in time") {
+			t.Fatalf("hanging provider gave %+v", c)
+		}
+	}
+	loadEntries(t, f.db, f.ix, "repos", []string{
+		`{"identifier":"urn:air:many.test:a","displayName":"A","type":"application/mcp-server-card+json","url":"https://many.test/a.json","description":"a","metadata":{"r":["https://github.com/o/one","https://github.com/o/two","https://github.com/o/three"]}}`,
+	})
+	before := calls.Load()
+	var u usageBody
+	f.getJSON(t, "/usage?domain=many.test", &u)
+	if calls.Load()-before != 2 || len(u.Today) != 3 || !u.Today[0].Available || !u.Today[1].Available ||
+		u.Today[2].Available || u.Today[2].Value != nil || !strings.Contains(u.Today[2].Reason, "rate limit") {
+		t.Fatalf("rate limit: %d calls, %+v", calls.Load()-before, u.Today)
+	}
+}
