@@ -116,7 +116,7 @@ func entryTotals(rb kv.Reports, domain string, w Window) ([]entryStats, error) {
 		var extra []entryStats // entries not yet in acc, in key order
 		err := rb.Scan(prefix, nil, func(k, raw []byte) (bool, error) {
 			v = entryVal{}
-			if err := decodeEntryVal(raw, &v); err != nil {
+			if err := decodeEntryStats(raw, &v, w.IncludeProbe); err != nil {
 				return false, err
 			}
 			id := k[len(prefix):]

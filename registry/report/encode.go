@@ -81,10 +81,16 @@ func encodeEntryVal(b []byte, v *entryVal) []byte {
 	return appendStats(b, &v.Probe)
 }
 
-func decodeEntryVal(raw []byte, v *entryVal) error {
+func decodeEntryVal(raw []byte, v *entryVal) error { return decodeEntryStats(raw, v, true) }
+
+// decodeEntryStats decodes an entry value, the probe traffic's half only
+// when asked: a report without it reads half the numbers.
+func decodeEntryStats(raw []byte, v *entryVal, probe bool) error {
 	r := reader{b: raw}
 	r.stats(&v.Searches)
-	r.stats(&v.Probe)
+	if probe {
+		r.stats(&v.Probe)
+	}
 	return r.err
 }
 

@@ -512,6 +512,20 @@ func cover(from, to Day, fn func(level uint8, block uint32) error) error {
 	return nil
 }
 
+// isOld reports whether the rollup key k of kind is past the cutoff day.
+func isOld(kind byte, k []byte, old func(level uint8, block uint32) bool, cutoff uint32) bool {
+	switch kind {
+	case kindZero:
+		return len(k) >= 6 && old(k[1], binary.BigEndian.Uint32(k[2:6]))
+	case kindDomain:
+		return len(k) >= 5 && binary.BigEndian.Uint32(k[len(k)-4:]) < cutoff
+	case kindCount:
+		return len(k) >= 7 && old(k[len(k)-5], binary.BigEndian.Uint32(k[len(k)-4:]))
+	}
+	i := bytes.IndexByte(k, 0)
+	return i > 0 && len(k) >= i+6 && old(k[i+1], binary.BigEndian.Uint32(k[i+2:i+6]))
+}
+
 // Prune deletes rollups of blocks that ended more than retentionDays
 // before now, at most limit keys, and reports how many it deleted.
 func Prune(db *kv.DB, now time.Time, limit int) (int, error) {
@@ -523,24 +537,29 @@ func Prune(db *kv.DB, now time.Time, limit int) (int, error) {
 		s := levels[level]
 		return block*s+s-1 < cutoff
 	}
+	// Usually nothing is due: look in a read transaction first, so the
+	// daily check does not hold the write lock while it reads every key.
+	due := false
+	if err := db.ViewReports(func(rb kv.Reports) error {
+		for _, kind := range []byte{kindEntry, kindQuery, kindDomain, kindZero, kindCount} {
+			if err := rb.Scan([]byte{kind}, nil, func(k, _ []byte) (bool, error) {
+				due = isOld(kind, k, old, cutoff)
+				return !due, nil
+			}); err != nil || due {
+				return err
+			}
+		}
+		return nil
+	}); err != nil || !due {
+		return 0, err
+	}
 	n := 0
 	err := db.UpdateReports(func(rb kv.Reports) error {
 		for _, kind := range []byte{kindEntry, kindQuery, kindDomain, kindZero, kindCount} {
 			if n >= limit {
 				return nil
 			}
-			d, err := rb.DeleteRange([]byte{kind}, func(k []byte) bool {
-				switch kind {
-				case kindZero:
-					return len(k) >= 6 && old(k[1], binary.BigEndian.Uint32(k[2:6]))
-				case kindDomain:
-					return len(k) >= 5 && binary.BigEndian.Uint32(k[len(k)-4:]) < cutoff
-				case kindCount:
-					return len(k) >= 7 && old(k[len(k)-5], binary.BigEndian.Uint32(k[len(k)-4:]))
-				}
-				i := bytes.IndexByte(k, 0)
-				return i > 0 && len(k) >= i+6 && old(k[i+1], binary.BigEndian.Uint32(k[i+2:i+6]))
-			}, limit-n)
+			d, err := rb.DeleteRange([]byte{kind}, func(k []byte) bool { return isOld(kind, k, old, cutoff) }, limit-n)
 			if err != nil {
 				return err
 			}
