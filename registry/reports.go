@@ -124,7 +124,7 @@ func (s *Service) access(r *http.Request, p *reportParams, withLimit bool) repor
 			p.Limit = min(p.Limit, freeReportLimit)
 		}
 		if clipped {
-			a.Note = "this is the free window (the last " + strconv.Itoa(freeReportDays) + " days, the top " +
+			a.Note = "This is the free window (the last " + strconv.Itoa(freeReportDays) + " days, the top " +
 				strconv.Itoa(freeReportLimit) + "); the full window needs a key that monitors or owns " + p.Domain +
 				" (POST /monitoring/start or the ownership claim)"
 		}
@@ -387,7 +387,7 @@ func (s *Service) handleInsights(w http.ResponseWriter, r *http.Request, _ httpr
 	out := insightsResponse{InsightsReport: rep, Access: acc, Notes: []string{
 		"Positions only: the best rank of its entries for each of its top queries, per day, and the publishers whose public entries ranked above it (named by domain).",
 		"Private entries are never counted. Probe traffic is left out.",
-		"rankedAbove keeps up to 16 publishers per query and block of days; a publisher \"\" counts the rest.",
+		"rankedAbove keeps up to 16 publishers per query and block of days; the publisher \"\" (shown as others) counts the rest.",
 	}}
 	s.serveReport(w, r, out, func() reportPage { return insightsPage(out) })
 }
@@ -404,8 +404,8 @@ func insightsPage(in insightsResponse) reportPage {
 		for i, d := range q.Days {
 			pts[i] = chartPoint{Label: d.Date, Value: float64(d.BestRank), Known: d.Searches > 0}
 		}
-		p.Chart = barChart(pts, "best rank")
-		p.Caption = "Best rank per day for “" + q.Text + "” (lower is better; a grey tick: not returned)"
+		p.Chart = rankChart(pts, "best rank")
+		p.Caption = "Best rank per day for “" + q.Text + "” (rank 1 at the top; a grey tick: not returned that day)"
 	}
 	tq := reportTable{Title: "Top queries", Head: []string{"query", "searches", "best rank", "ranked above it"}, Numeric: []bool{false, true, true, false},
 		Empty: "No search returned its entries in this window."}

@@ -729,3 +729,51 @@ func TestReportSourcesHangAndRateLimit(t *testing.T) {
 		t.Fatalf("rate limit: %d calls, %+v", calls.Load()-before, u.Today)
 	}
 }
+
+// TestAdoptionCountsAndSnapshots: /adoption counts what the public
+// entries publish and keeps one snapshot a day.
+func TestAdoptionCountsAndSnapshots(t *testing.T) {
+	var now atomic.Pointer[time.Time]
+	day1 := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	now.Store(&day1)
+	f := newTestServer(t, registry.Config{Now: func() time.Time { return *now.Load() }}, []string{})
+	loadEntries(t, f.db, f.ix, "https://ard.test/.well-known/ard.json", []string{
+		`{"identifier":"urn:air:ard.test:mcp","displayName":"M","type":"application/mcp-server-card+json","url":"https://ard.test/mcp.json","description":"m","representativeQueries":["q"],"metadata":{"mcp.transport":"streamable-http","mcp.handshake":"ok","mcp.authRequired":true}}`,
+		`{"identifier":"urn:air:ard.test:agent","displayName":"A","type":"application/a2a-agent-card+json","url":"https://ard.test/agent.json","description":"a","trustManifest":{"identity":"did:web:ard.test"}}`,
+	})
+	loadEntries(t, f.db, f.ix, "https://old.test/.well-known/ai-catalog.json", []string{
+		`{"identifier":"urn:air:old.test:mcp","displayName":"O","type":"application/mcp-server-card+json","url":"https://old.test/mcp.json","description":"o","data":{"remotes":[{"type":"sse","url":"https://old.test/sse"}]}}`,
+	})
+	loadEntries(t, f.db, f.ix, "https://both.test/.well-known/ard.json", []string{
+		`{"identifier":"urn:air:both.test:op","displayName":"Op","type":"application/openapi-operation+json","url":"https://both.test/api","description":"op","metadata":{"source.kind":"llms.txt"}}`,
+	})
+	loadEntries(t, f.db, f.ix, "https://both.test/.well-known/ai-catalog.json", []string{
+		`{"identifier":"urn:air:both.test:op2","displayName":"Op2","type":"application/openapi-operation+json","url":"https://both.test/api2","description":"op2"}`,
+	})
+	addPrivate(t, f, "corp.test", `{"identifier":"urn:air:corp.test:private","displayName":"P","type":"application/mcp-server-card+json","url":"https://corp.test/p.json","description":"p","representativeQueries":["p"]}`)
+
+	var a struct {
+		Current report.Adoption   `json:"current"`
+		History []report.Adoption `json:"history"`
+	}
+	f.getJSON(t, "/adoption", &a)
+	c := a.Current
+	got := fmt.Sprintf("entries=%d pubs=%+v mcp=%d transport=%v auth=%v a2a=%d openapi=%d llms=%+v trust=%+v rq=%+v",
+		c.Entries, c.Publishers, c.MCP.Total, c.MCP.ByTransport, c.MCP.ByAuth, c.A2ACards, c.OpenAPI, c.LLMsTxt, c.Trust, c.RepQueries)
+	want := "entries=5 pubs={Total:3 ARD:2 LegacyOnly:1 Other:0} mcp=2 transport=map[sse:1 streamable-http:1] auth=map[required:1 unknown:1] a2a=1 openapi=2 llms={Entries:1 Publishers:1} trust={Entries:1 Publishers:1} rq={Entries:1 Publishers:1}"
+	if got != want {
+		t.Fatalf("adoption\n got %s\nwant %s", got, want)
+	}
+	if len(a.History) != 1 || a.History[0].Date != "2026-11-20" {
+		t.Fatalf("history %+v", a.History)
+	}
+	day2 := day1.Add(26 * time.Hour)
+	now.Store(&day2)
+	loadEntries(t, f.db, f.ix, "https://new.test/.well-known/ard.json", []string{
+		`{"identifier":"urn:air:new.test:a","displayName":"N","type":"application/a2a-agent-card+json","url":"https://new.test/a.json","description":"n"}`,
+	})
+	f.getJSON(t, "/adoption", &a)
+	if len(a.History) != 2 || a.History[0].Publishers.ARD != 2 || a.History[1].Publishers.ARD != 3 || a.Current.A2ACards != 2 {
+		t.Fatalf("second day: current %+v history %+v", a.Current.Publishers, a.History)
+	}
+}
