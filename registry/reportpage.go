@@ -58,89 +58,97 @@ type chartPoint struct {
 	Known bool // false: no figure that day (drawn as a gap, never as zero)
 }
 
-// barChart draws points as an SVG bar chart with its largest value and the
-// first and last labels; built from numbers and escaped labels only.
-func barChart(points []chartPoint, what string) template.HTML {
-	const width, height, left, bottom = 720, 200, 48, 22
+// The size of a daily chart's drawing: plot left of chartLeft are the value
+// labels, below chartBottom the first and last day.
+const chartW, chartH, chartLeft, chartBottom = 720, 200, 48, 22
+
+// yLabel is a value label at height y of a chart.
+type yLabel struct {
+	y    float64
+	text string
+}
+
+// dayChart draws a daily chart: the axis, the value labels, one slot a
+// point drawn by mark (x is the slot's left edge), the first and last day.
+// It is built from numbers and escaped labels only.
+func dayChart(points []chartPoint, what string, labels []yLabel, mark func(svg *bytes.Buffer, x, slot float64, p chartPoint)) template.HTML {
 	var svg bytes.Buffer
 	fmt.Fprintf(&svg, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="100%%" style="max-width:760px" role="img" aria-label="%s per day">`,
-		width, height, template.HTMLEscapeString(what))
-	maxV := 0.0
-	for _, p := range points {
-		if p.Known && p.Value > maxV {
-			maxV = p.Value
-		}
+		chartW, chartH, template.HTMLEscapeString(what))
+	fmt.Fprintf(&svg, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#5d6875"/>`, chartLeft, chartH-chartBottom, chartW, chartH-chartBottom)
+	for _, l := range labels {
+		fmt.Fprintf(&svg, `<text x="%d" y="%.0f" font-size="12" fill="#39424d" text-anchor="end">%s</text>`, chartLeft-6, l.y, template.HTMLEscapeString(l.text))
 	}
-	plotH := float64(height - bottom - 10)
-	fmt.Fprintf(&svg, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#5d6875"/>`, left, height-bottom, width, height-bottom)
-	fmt.Fprintf(&svg, `<text x="%d" y="16" font-size="12" fill="#39424d" text-anchor="end">%s</text>`, left-6, trimFloat(maxV))
-	fmt.Fprintf(&svg, `<text x="%d" y="%d" font-size="12" fill="#39424d" text-anchor="end">0</text>`, left-6, height-bottom)
 	if len(points) > 0 {
-		slot := float64(width-left) / float64(len(points))
-		barW := max(slot*0.8, 1)
+		slot := float64(chartW-chartLeft) / float64(len(points))
 		for i, p := range points {
-			x := float64(left) + float64(i)*slot + (slot-barW)/2
-			if !p.Known {
-				fmt.Fprintf(&svg, `<rect x="%.1f" y="%d" width="%.1f" height="3" fill="#b8c0ca"><title>%s: no figure</title></rect>`,
-					x, height-bottom-3, barW, template.HTMLEscapeString(p.Label))
-				continue
-			}
-			h := 0.0
-			if maxV > 0 {
-				h = plotH * p.Value / maxV
-			}
-			fmt.Fprintf(&svg, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#2f5d8a"><title>%s: %s</title></rect>`,
-				x, float64(height-bottom)-h, barW, h, template.HTMLEscapeString(p.Label), trimFloat(p.Value))
+			mark(&svg, float64(chartLeft)+float64(i)*slot, slot, p)
 		}
-		fmt.Fprintf(&svg, `<text x="%d" y="%d" font-size="12" fill="#39424d">%s</text>`, left, height-6, template.HTMLEscapeString(points[0].Label))
-		fmt.Fprintf(&svg, `<text x="%d" y="%d" font-size="12" fill="#39424d" text-anchor="end">%s</text>`, width, height-6, template.HTMLEscapeString(points[len(points)-1].Label))
+		fmt.Fprintf(&svg, `<text x="%d" y="%d" font-size="12" fill="#39424d">%s</text>`, chartLeft, chartH-6, template.HTMLEscapeString(points[0].Label))
+		fmt.Fprintf(&svg, `<text x="%d" y="%d" font-size="12" fill="#39424d" text-anchor="end">%s</text>`, chartW, chartH-6, template.HTMLEscapeString(points[len(points)-1].Label))
 	}
 	svg.WriteString(`</svg>`)
 	return template.HTML(svg.String())
 }
 
-// rankChart draws ranks per day as dots on an axis with rank 1 at the
-// top (lower is better); a day without a rank is a grey tick at the foot.
-func rankChart(points []chartPoint, what string) template.HTML {
-	const width, height, left, bottom = 720, 200, 48, 22
-	var svg bytes.Buffer
-	fmt.Fprintf(&svg, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="100%%" style="max-width:760px" role="img" aria-label="%s per day">`,
-		width, height, template.HTMLEscapeString(what))
-	worst := 1.0
+// maxKnown is the largest known value of points, at least floor.
+func maxKnown(points []chartPoint, floor float64) float64 {
 	for _, p := range points {
-		if p.Known && p.Value > worst {
-			worst = p.Value
+		if p.Known && p.Value > floor {
+			floor = p.Value
 		}
 	}
-	top, foot := 14.0, float64(height-bottom-8)
-	y := func(rank float64) float64 {
-		if worst == 1 {
-			return top
+	return floor
+}
+
+// gapMark is a day without a figure: a grey tick at the foot, never a
+// zero that was not measured.
+func gapMark(svg *bytes.Buffer, x, slot float64, p chartPoint, why string) {
+	w := max(slot*0.8, 1)
+	fmt.Fprintf(svg, `<rect x="%.1f" y="%d" width="%.1f" height="3" fill="#b8c0ca"><title>%s: %s</title></rect>`,
+		x+(slot-w)/2, chartH-chartBottom-3, w, template.HTMLEscapeString(p.Label), why)
+}
+
+// barChart draws points as bars from zero to the largest value.
+func barChart(points []chartPoint, what string) template.HTML {
+	maxV := maxKnown(points, 0)
+	plotH := float64(chartH - chartBottom - 10)
+	labels := []yLabel{{16, trimFloat(maxV)}, {chartH - chartBottom, "0"}}
+	return dayChart(points, what, labels, func(svg *bytes.Buffer, x, slot float64, p chartPoint) {
+		if !p.Known {
+			gapMark(svg, x, slot, p, "no figure")
+			return
 		}
-		return top + (foot-top)*(rank-1)/(worst-1)
-	}
-	fmt.Fprintf(&svg, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#5d6875"/>`, left, height-bottom, width, height-bottom)
-	fmt.Fprintf(&svg, `<text x="%d" y="%.0f" font-size="12" fill="#39424d" text-anchor="end">rank 1</text>`, left-6, top+4)
+		h := 0.0
+		if maxV > 0 {
+			h = plotH * p.Value / maxV
+		}
+		w := max(slot*0.8, 1)
+		fmt.Fprintf(svg, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#2f5d8a"><title>%s: %s</title></rect>`,
+			x+(slot-w)/2, float64(chartH-chartBottom)-h, w, h, template.HTMLEscapeString(p.Label), trimFloat(p.Value))
+	})
+}
+
+// rankChart draws ranks as dots with rank 1 at the top (lower is better).
+func rankChart(points []chartPoint, what string) template.HTML {
+	worst := maxKnown(points, 1)
+	top, foot := 14.0, float64(chartH-chartBottom-8)
+	labels := []yLabel{{top + 4, "rank 1"}}
 	if worst > 1 {
-		fmt.Fprintf(&svg, `<text x="%d" y="%.0f" font-size="12" fill="#39424d" text-anchor="end">%s</text>`, left-6, foot+4, trimFloat(worst))
+		labels = append(labels, yLabel{foot + 4, trimFloat(worst)})
 	}
-	if len(points) > 0 {
-		slot := float64(width-left) / float64(len(points))
-		for i, p := range points {
-			x := float64(left) + float64(i)*slot + slot/2
-			if !p.Known {
-				fmt.Fprintf(&svg, `<rect x="%.1f" y="%d" width="%.1f" height="3" fill="#b8c0ca"><title>%s: not returned</title></rect>`,
-					x-max(slot*0.4, 0.5), height-bottom-3, max(slot*0.8, 1), template.HTMLEscapeString(p.Label))
-				continue
-			}
-			fmt.Fprintf(&svg, `<circle cx="%.1f" cy="%.1f" r="5" fill="#2f5d8a"><title>%s: rank %s</title></circle>`,
-				x, y(p.Value), template.HTMLEscapeString(p.Label), trimFloat(p.Value))
+	return dayChart(points, what, labels, func(svg *bytes.Buffer, x, slot float64, p chartPoint) {
+		if !p.Known {
+			gapMark(svg, x, slot, p, "not returned")
+			return
 		}
-		fmt.Fprintf(&svg, `<text x="%d" y="%d" font-size="12" fill="#39424d">%s</text>`, left, height-6, template.HTMLEscapeString(points[0].Label))
-		fmt.Fprintf(&svg, `<text x="%d" y="%d" font-size="12" fill="#39424d" text-anchor="end">%s</text>`, width, height-6, template.HTMLEscapeString(points[len(points)-1].Label))
-	}
-	svg.WriteString(`</svg>`)
-	return template.HTML(svg.String())
+		y := top
+		if worst > 1 {
+			y = top + (foot-top)*(p.Value-1)/(worst-1)
+		}
+		fmt.Fprintf(svg, `<circle cx="%.1f" cy="%.1f" r="5" fill="#2f5d8a"><title>%s: rank %s</title></circle>`,
+			x+slot/2, y, template.HTMLEscapeString(p.Label), trimFloat(p.Value))
+	})
 }
 
 func trimFloat(v float64) string {
