@@ -357,6 +357,7 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 	if rc.probe.Interval > 0 {
 		svc.StartProbes(ctx)
 	}
+	svc.StartAdoptionSnapshots(ctx)
 	c.started.registryURL = srv.URL()
 	detach := collector.attach(stores.ix, stores.db, nil)
 	c.db = stores.db

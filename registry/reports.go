@@ -708,6 +708,52 @@ const adoptionEvery = time.Hour
 type adoptionCache struct {
 	mu   sync.Mutex
 	last report.Adoption
+	stop context.CancelFunc // of StartAdoptionSnapshots; nil when not started
+}
+
+// currentAdoption is the last count of the index, recounted (and stored
+// as the day's snapshot) when it is an hour old or from another day.
+func (s *Service) currentAdoption() (report.Adoption, error) {
+	now := s.cfg.Now()
+	s.adoption.mu.Lock()
+	defer s.adoption.mu.Unlock()
+	cur := s.adoption.last
+	if !cur.TakenAt.IsZero() && now.Sub(cur.TakenAt) < adoptionEvery && cur.Date == report.DayOf(now).String() {
+		return cur, nil
+	}
+	cur, err := report.ComputeAdoption(s.db, now)
+	if err == nil {
+		err = report.SaveAdoption(s.db, cur)
+	}
+	if err != nil {
+		return report.Adoption{}, err
+	}
+	s.adoption.last = cur
+	return cur, nil
+}
+
+// StartAdoptionSnapshots counts adoption across the index every hour until
+// ctx ends or Close, so every day has its snapshot even when nobody asks
+// /adoption that day. The first count waits a minute, out of start-up's way.
+func (s *Service) StartAdoptionSnapshots(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	s.adoption.mu.Lock()
+	s.adoption.stop = cancel
+	s.adoption.mu.Unlock()
+	go func() {
+		wait := time.Minute
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = adoptionEvery
+			if _, err := s.currentAdoption(); err != nil {
+				s.log.Error("adoption snapshot failed", "err", err)
+			}
+		}
+	}()
 }
 
 // handleAdoption handles "GET /adoption".
@@ -715,22 +761,11 @@ func (s *Service) handleAdoption(w http.ResponseWriter, r *http.Request, _ httpr
 	if !s.noParams(w, r) {
 		return
 	}
-	now := s.cfg.Now()
-	s.adoption.mu.Lock()
-	cur := s.adoption.last
-	if cur.TakenAt.IsZero() || now.Sub(cur.TakenAt) >= adoptionEvery || cur.Date != report.DayOf(now).String() {
-		var err error
-		if cur, err = report.ComputeAdoption(s.db, now); err == nil {
-			err = report.SaveAdoption(s.db, cur)
-		}
-		if err != nil {
-			s.adoption.mu.Unlock()
-			s.writeError(w, r, err)
-			return
-		}
-		s.adoption.last = cur
+	cur, err := s.currentAdoption()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	s.adoption.mu.Unlock()
 	hist, err := report.AdoptionHistory(s.db, s.window(maxReportDays, false))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -739,7 +774,7 @@ func (s *Service) handleAdoption(w http.ResponseWriter, r *http.Request, _ httpr
 	out := adoptionResponse{Current: cur, History: hist, Notes: []string{
 		"Counts of the public entries of this index; private entries are not counted.",
 		"ardJson counts publishers with an entry read from /.well-known/ard.json; legacyOnly those read only from /.well-known/ai-catalog.json.",
-		"MCP auth is what a live exchange saw (required, none), unknown without one. One snapshot a day is kept (the last of the day), recounted at most hourly.",
+		"MCP auth is what a live exchange saw (required, none), unknown without one. One snapshot a day is kept (the last of the day), recounted at most hourly, also when nobody asks.",
 	}}
 	s.serveReport(w, r, out, func() reportPage { return adoptionPage(out) })
 }

@@ -238,6 +238,11 @@ func (s *Service) Flush(ctx context.Context) error { return s.demand.flush(ctx) 
 // recorded.
 func (s *Service) Close(ctx context.Context) error {
 	s.breakers.close()
+	s.adoption.mu.Lock()
+	if s.adoption.stop != nil {
+		s.adoption.stop()
+	}
+	s.adoption.mu.Unlock()
 	return errors.Join(s.prober.sched.Close(ctx), s.demand.close(ctx))
 }
 
