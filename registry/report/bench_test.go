@@ -68,3 +68,45 @@ func BenchmarkDemand365Days10kEntries(b *testing.B) {
 		b.ReportMetric(float64(fi.Size())/(1<<20), "kv-MiB")
 	}
 }
+
+// BenchmarkAppendSearches measures committing demand records one search a
+// transaction (the demand writer's group at about 100 searches/s) with
+// and without the rollups in the same transaction, into a log that
+// already holds a day of rollups for 1,000 entries.
+func BenchmarkAppendSearches(b *testing.B) {
+	for _, withRollup := range []bool{false, true} {
+		b.Run(fmt.Sprintf("rollup=%v", withRollup), func(b *testing.B) {
+			db, err := kv.Open(b.TempDir(), kv.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+			rec := func(i int) kv.SearchRecord {
+				r := kv.SearchRecord{Time: now.Add(time.Duration(i) * time.Millisecond), Text: fmt.Sprintf("query %d", i%500)}
+				for k := range 10 {
+					r.Results = append(r.Results, kv.ReturnedEntry{ID: fmt.Sprintf("urn:air:pub%d.test:e%d", (i+k)%50, (i*7+k)%1000), Rank: k + 1})
+				}
+				return r
+			}
+			var seed []kv.SearchRecord
+			for i := range 2000 {
+				seed = append(seed, rec(i))
+			}
+			if err := db.AppendSearchesWith(seed, report.Rollup); err != nil {
+				b.Fatal(err)
+			}
+			var fn func([]kv.SearchRecord, kv.Reports) error
+			if withRollup {
+				fn = report.Rollup
+			}
+			i := 0
+			for b.Loop() {
+				if err := db.AppendSearchesWith([]kv.SearchRecord{rec(i)}, fn); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
