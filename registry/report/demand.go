@@ -199,11 +199,10 @@ func queryTotals(rb kv.Reports, domain string, w Window) (map[string]*queryTotal
 			if err := decodeQueryVal(raw, &v); err != nil {
 				return false, err
 			}
-			text := string(k[len(prefix):])
-			t := out[text]
+			t := out[string(k[len(prefix):])] // no copy for a text seen in an earlier block
 			if t == nil {
 				t = &queryTotal{shown: v.Shown, above: map[string]int64{}}
-				out[text] = t
+				out[string(k[len(prefix):])] = t
 			}
 			t.qs.add(v.Searches)
 			addCounts(t.above, v.Above)
