@@ -668,6 +668,9 @@ func webPositionPage(wp webPositionResponse) reportPage {
 		p.Facts = []reportFact{{"provider", "none configured"}, {"phrasings tracked", strconv.Itoa(len(wp.Phrasings))}}
 	}
 	t := reportTable{Title: "Today", Head: []string{"phrasing", "position", "checked"}, Numeric: []bool{false, true, false}, Empty: "Nothing checked today."}
+	if !wp.Configured {
+		t.Empty = "No web-search provider is configured on this registry, so no phrasing is checked and no position is known."
+	}
 	for _, c := range wp.Today {
 		pos := "unavailable: " + c.Reason
 		if c.Checked {
