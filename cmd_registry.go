@@ -21,6 +21,7 @@ import (
 	"github.com/ardx-dev/ardx/registry"
 	"github.com/ardx-dev/ardx/registry/access"
 	"github.com/ardx-dev/ardx/registry/ingest"
+	"github.com/ardx-dev/ardx/registry/report"
 	"github.com/ardx-dev/ardx/web"
 )
 
@@ -45,6 +46,15 @@ type registryConfig struct {
 	claimTTL       time.Duration
 	// payments sells credits through a facilitator (see registry.PaymentsConfig).
 	payments registry.PaymentsConfig
+	reports  reportFlags
+}
+
+// reportFlags configure the third-party sources of /usage and
+// /web-position. Keys come from a file or the environment, never a flag.
+type reportFlags struct {
+	githubURL, npmURL, pypiURL, dockerURL string
+	githubTokenFile                       string
+	webSearchURL, webSearchKeyFile        string
 }
 
 func (rc *registryConfig) flags(cmd *cobra.Command) {
@@ -74,6 +84,14 @@ func (rc *registryConfig) flags(cmd *cobra.Command) {
 	f.StringArrayVar(&rc.trustedProxies, "registry-trusted-proxy", nil, "CIDR whose X-Forwarded-For names the client for the registry's per-address limits (repeatable)")
 	f.StringVar(&rc.claimResolver, "claim-resolver", "", "host:port of the DNS server ownership claims ask for their TXT record (default: the system resolver)")
 	f.DurationVar(&rc.claimTTL, "claim-ttl", access.DefaultClaimTTL, "how long an ownership claim's challenge may be verified")
+	def := report.DefaultUsageConfig()
+	f.StringVar(&rc.reports.githubURL, "usage-github-url", def.GitHubBase, "GitHub REST API base /usage reads stars from (empty: none)")
+	f.StringVar(&rc.reports.githubTokenFile, "usage-github-token-file", "", "file with a GitHub token for /usage (or set ARDX_USAGE_GITHUB_TOKEN); optional, raises GitHub's rate limit")
+	f.StringVar(&rc.reports.npmURL, "usage-npm-url", def.NPMBase, "npm downloads API base /usage reads from (empty: none)")
+	f.StringVar(&rc.reports.pypiURL, "usage-pypi-url", def.PyPIBase, "pypistats API base /usage reads from (empty: none)")
+	f.StringVar(&rc.reports.dockerURL, "usage-docker-url", def.DockerBase, "Docker Hub API base /usage reads pulls from (empty: none)")
+	f.StringVar(&rc.reports.webSearchURL, "web-search-url", "", "web-search endpoint /web-position asks (Brave Search API shape: GET ?q=&count=, key in X-Subscription-Token); empty: none, and the report says so")
+	f.StringVar(&rc.reports.webSearchKeyFile, "web-search-key-file", "", "file with the web-search key (or set ARDX_WEB_SEARCH_KEY)")
 }
 
 // registryLimits reads --registry-rate-limit: nil (no limits) for "off",
@@ -113,6 +131,32 @@ func (rc *registryConfig) registryProxies() ([]netip.Prefix, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// reportSources builds the report sources from the flags, reading the keys
+// from their files or the environment. Errors never echo a key.
+func (rc *registryConfig) reportSources(getenv func(string) string) (registry.ReportSources, error) {
+	secret := func(file, env, flag string) (string, error) {
+		if file == "" {
+			return strings.TrimSpace(getenv(env)), nil
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--%s: %w", flag, err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	var rs registry.ReportSources
+	var err error
+	rs.Usage = report.UsageConfig{GitHubBase: rc.reports.githubURL, NPMBase: rc.reports.npmURL, PyPIBase: rc.reports.pypiURL, DockerBase: rc.reports.dockerURL}
+	if rs.Usage.GitHubToken, err = secret(rc.reports.githubTokenFile, "ARDX_USAGE_GITHUB_TOKEN", "usage-github-token-file"); err != nil {
+		return rs, err
+	}
+	rs.WebSearch.Endpoint = rc.reports.webSearchURL
+	if rs.WebSearch.Key, err = secret(rc.reports.webSearchKeyFile, "ARDX_WEB_SEARCH_KEY", "web-search-key-file"); err != nil {
+		return rs, err
+	}
+	return rs, nil
 }
 
 func (rc *registryConfig) validate() error {
@@ -361,10 +405,17 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		stores.close()
 		return nil, err
 	}
+	reports, err := rc.reportSources(c.getenv)
+	if err != nil {
+		ln.Close()
+		stores.close()
+		return nil, err
+	}
 	svc, err := registry.New(registry.Config{
 		RateLimits:         limits,
 		TrustedProxies:     proxies,
 		Claims:             access.ClaimConfig{Resolver: rc.claimResolver, TTL: rc.claimTTL},
+		Reports:            reports,
 		Probe:              probes,
 		PublicURL:          publicURL,
 		Fetcher:            stores.ingester.Fetcher,
@@ -408,6 +459,7 @@ func (c *cli) startRegistry(ctx context.Context, rc *registryConfig, logger *slo
 		svc.StartProbes(ctx)
 	}
 	svc.StartBench(ctx) // runs nothing with --bench-interval 0
+	svc.StartAdoptionSnapshots(ctx)
 	c.started.registryURL = srv.URL()
 	detach := collector.attach(stores.ix, stores.db, nil)
 	c.db = stores.db

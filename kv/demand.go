@@ -47,6 +47,9 @@ type ReturnedEntry struct {
 	ID     string `json:"id"`
 	Rank   int    `json:"rank"`
 	Source string `json:"src,omitempty"`
+	// Private marks a private entry (seen by its owner's key): reports
+	// never count it, so no public number reveals it.
+	Private bool `json:"pv,omitempty"`
 }
 
 // UpstreamOutcome is how one upstream registry answered a federated search
@@ -72,10 +75,22 @@ type DemandDay struct {
 // AppendSearches commits recs to the demand log in one fsynced transaction,
 // updating the daily aggregates with them.
 func (db *DB) AppendSearches(recs []SearchRecord) error {
+	return db.AppendSearchesWith(recs, nil)
+}
+
+// AppendSearchesWith is AppendSearches that also calls rollup, when not
+// nil, inside the same transaction: what rollup writes to the reports
+// bucket commits with the records it counts, or neither does.
+func (db *DB) AppendSearchesWith(recs []SearchRecord, rollup func([]SearchRecord, Reports) error) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	return db.bolt.Update(func(tx *bolt.Tx) error {
+		if rollup != nil {
+			if err := rollup(recs, writableReports(tx)); err != nil {
+				return fmt.Errorf("kv: demand rollup: %w", err)
+			}
+		}
 		log := tx.Bucket(bucketDemand)
 		// Keys only ever grow (time, then sequence): fill pages rather than
 		// split them in half, or the log takes twice its size on disk and

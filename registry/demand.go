@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry/report"
 )
 
 // The demand log must not slow a search down, so a search only enqueues its
@@ -47,6 +48,8 @@ type demandWriter struct {
 	// dropped counts records lost to a full queue or a failed commit; a
 	// search is never made to wait for the log.
 	dropped atomic.Int64
+	// rollupsPruned is the day report rollups were last pruned.
+	rollupsPruned report.Day
 }
 
 func newDemandWriter(db *kv.DB, log *slog.Logger, now func() time.Time, retention time.Duration) *demandWriter {
@@ -136,7 +139,9 @@ func (d *demandWriter) commitAll(group []kv.SearchRecord) {
 }
 
 func (d *demandWriter) commit(group []kv.SearchRecord) {
-	if err := d.db.AppendSearches(group); err != nil {
+	// The report rollups commit in the same transaction as the records
+	// they count, so a report and a recount of the log cannot diverge.
+	if err := d.db.AppendSearchesWith(group, report.Rollup); err != nil {
 		d.dropped.Add(int64(len(group)))
 		demandDropsTotal.Add(float64(len(group)))
 		d.log.Error("demand log commit failed; searches not recorded", "records", len(group), "err", err)
@@ -165,6 +170,30 @@ func (d *demandWriter) prune(group []kv.SearchRecord) {
 	if total > 0 {
 		d.log.Info("demand log pruned", "records", total, "before", cutoff)
 	}
+	d.pruneRollups(group)
+}
+
+// pruneRollups deletes report rollups past their retention (400 days, not
+// the log's), once a UTC day: finding them reads the whole bucket.
+func (d *demandWriter) pruneRollups(group []kv.SearchRecord) {
+	today := report.DayOf(d.now())
+	if d.rollupsPruned == today {
+		return
+	}
+	for {
+		n, err := report.Prune(d.db, d.now(), demandPruneChunk)
+		if err != nil {
+			d.log.Error("report rollup pruning failed", "err", err)
+			return
+		}
+		if n < demandPruneChunk {
+			break
+		}
+		if group = d.drain(group[:0], maxDemandGroup); len(group) > 0 {
+			d.commit(group)
+		}
+	}
+	d.rollupsPruned = today
 }
 
 func (d *demandWriter) flush(ctx context.Context) error {

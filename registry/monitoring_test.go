@@ -332,3 +332,35 @@ func TestMonitoringWebhook(t *testing.T) {
 		t.Fatalf("%d more deliveries (another domain's event?)", len(got))
 	}
 }
+
+// TestReportsFullWindowFollowsMonitoring: with no FullReports override,
+// a domain's reports past the free window are served to a key that
+// monitors the domain, and clipped for anyone else (no key, or a key that
+// monitors another domain).
+func TestReportsFullWindowFollowsMonitoring(t *testing.T) {
+	f := newMonitoringServer(t, nil, registry.PaymentsConfig{})
+	mine := f.start(t, "", `{"domain":"example.com"}`).Minted.Key
+	other := f.start(t, "", `{"domain":"other.example"}`).Minted.Key
+	for _, tc := range []struct {
+		name, key string
+		full      bool
+		days      int
+	}{{"no key", "", false, 7}, {"monitoring key", mine, true, 30}, {"another domain's key", other, false, 7}} {
+		status, _, b := f.send(t, http.MethodGet, "/demand?domain=example.com&days=30", tc.key, "", nil)
+		if status != 200 {
+			t.Fatalf("%s: %d %s", tc.name, status, b)
+		}
+		var d struct {
+			Access struct {
+				Full       bool `json:"full"`
+				ServedDays int  `json:"servedDays"`
+			} `json:"access"`
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Access.Full != tc.full || d.Access.ServedDays != tc.days {
+			t.Errorf("%s: access %+v, want full %v and %d days", tc.name, d.Access, tc.full, tc.days)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/ardx-dev/ardx/internal/gencache"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry/access"
+	"github.com/ardx-dev/ardx/registry/report"
 	"github.com/ardx-dev/ardx/registry/sources"
 	"github.com/ardx-dev/ardx/web"
 )
@@ -100,6 +101,13 @@ type Config struct {
 	// WebhookFetcher posts monitoring alerts; nil means web.NewFetcher
 	// refusing private addresses and redirects, 10 s, 64 KiB answers.
 	WebhookFetcher *web.Fetcher
+	// FullReports, when set, decides whether r may read domain's reports
+	// past the free window (the last 7 days, the top 25 rows). nil applies
+	// the rule: a key whose account owns the domain by claim or monitors it.
+	FullReports func(r *http.Request, domain string) bool
+	// Reports configures the third-party sources of /usage and
+	// /web-position; the zero value calls none of them.
+	Reports ReportSources
 }
 
 // Service is the registry's HTTP service. Create it with New, serve
@@ -141,6 +149,10 @@ type Service struct {
 	monitor     *access.Monitor
 	alerts      *access.Alerts
 	stopMonitor func(context.Context) error
+	// Publisher reports.
+	usageSources *report.Usage
+	webpos       *report.WebPositions
+	adoption     adoptionCache
 }
 
 // upstream is one registry federation=auto may ask.
@@ -255,6 +267,11 @@ func New(cfg Config, db *kv.DB, ix *index.Index) (*Service, error) {
 	if err := s.newProber(); err != nil {
 		return nil, err
 	}
+	if err := cfg.Reports.check(); err != nil {
+		return nil, err
+	}
+	s.usageSources = report.NewUsage(db, cfg.Reports.Usage, cfg.Now)
+	s.webpos = report.NewWebPositions(db, cfg.Reports.WebSearch, cfg.Now)
 	s.demand = newDemandWriter(db, s.log, s.cfg.Now, cfg.DemandRetention)
 	if err := s.initMonitoring(); err != nil {
 		return nil, err
@@ -279,6 +296,11 @@ func (s *Service) Close(ctx context.Context) error {
 		s.prober.payStop()
 		<-s.prober.payDone
 	}
+	s.adoption.mu.Lock()
+	if s.adoption.stop != nil {
+		s.adoption.stop()
+	}
+	s.adoption.mu.Unlock()
 	return errors.Join(s.closeBench(ctx), s.stopMonitor(ctx), s.prober.sched.Close(ctx), s.demand.close(ctx))
 }
 
@@ -325,6 +347,12 @@ func (s *Service) routeTable() []route {
 		{http.MethodPost, "/monitoring/start", s.handleMonitoringStart},
 		{http.MethodPost, "/monitoring/stop", s.handleMonitoringStop},
 		{http.MethodGet, "/monitoring/mine", s.handleMonitoringMine},
+		{http.MethodGet, "/demand", s.handleDemand},
+		{http.MethodGet, "/analytics", s.handleAnalytics},
+		{http.MethodGet, "/insights", s.handleInsights},
+		{http.MethodGet, "/web-position", s.handleWebPosition},
+		{http.MethodGet, "/usage", s.handleUsage},
+		{http.MethodGet, "/adoption", s.handleAdoption},
 	}
 }
 

@@ -1,0 +1,99 @@
+package kv
+
+import (
+	"bytes"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The reports bucket holds what the publisher reports keep beside the
+// demand log: daily rollups per domain and entry, written in the very
+// transaction that appends the searches they count, and the daily
+// snapshots of adoption, usage and web positions. The keys and values are
+// registry/report's encoding: this package stores bytes under keys and
+// knows nothing of what they count.
+var bucketReports = bucket("reports")
+
+// Reports is the reports bucket inside one transaction. Byte slices it
+// returns are valid only during that transaction.
+type Reports struct {
+	b        *bolt.Bucket
+	writable bool
+}
+
+// Get returns the value stored under key, or nil.
+func (r Reports) Get(key []byte) []byte { return r.b.Get(key) }
+
+// Put stores val under key; only in a writable transaction.
+func (r Reports) Put(key, val []byte) error {
+	if !r.writable {
+		return fmt.Errorf("kv: reports: put in a read-only transaction")
+	}
+	return r.b.Put(key, val)
+}
+
+// Scan calls fn for every key with the given prefix from start (at or after
+// start; start nil means the prefix itself), in key order, until fn returns
+// false or an error.
+func (r Reports) Scan(prefix, start []byte, fn func(k, v []byte) (bool, error)) error {
+	c := r.b.Cursor()
+	if start == nil || bytes.Compare(start, prefix) < 0 {
+		start = prefix
+	}
+	for k, v := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		more, err := fn(k, v)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteRange deletes the keys with the given prefix for which drop says
+// so, at most limit of them, and reports how many it deleted.
+func (r Reports) DeleteRange(prefix []byte, drop func(k []byte) bool, limit int) (int, error) {
+	if !r.writable {
+		return 0, fmt.Errorf("kv: reports: delete in a read-only transaction")
+	}
+	var doomed [][]byte
+	c := r.b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(doomed) < limit; k, _ = c.Next() {
+		if drop(k) {
+			doomed = append(doomed, bytes.Clone(k))
+		}
+	}
+	for _, k := range doomed {
+		if err := r.b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(doomed), nil
+}
+
+// ViewReports runs fn in a read transaction over the reports bucket.
+func (db *DB) ViewReports(fn func(Reports) error) error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		return fn(Reports{b: tx.Bucket(bucketReports)})
+	})
+}
+
+// UpdateReports runs fn in a read-write transaction over the reports
+// bucket, committed (fsynced) before it returns.
+func (db *DB) UpdateReports(fn func(Reports) error) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		return fn(writableReports(tx))
+	})
+}
+
+// reportsFillPercent is the page fill of the reports bucket: rollup keys
+// mostly arrive in order within a block (a new day's keys after the
+// previous day's), and rewrites of existing keys keep their size, so pages
+// split at half full would stay half empty.
+const reportsFillPercent = 0.9
+
+func writableReports(tx *bolt.Tx) Reports {
+	b := tx.Bucket(bucketReports)
+	b.FillPercent = reportsFillPercent
+	return Reports{b: b, writable: true}
+}

@@ -1,0 +1,279 @@
+package report_test
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ardx-dev/ardx/kv"
+	"github.com/ardx-dev/ardx/registry/report"
+)
+
+var domains = []string{"a.test", "b.test", "c.test"}
+
+// randomLog makes n search records over days days ending at end: random
+// texts (some differing only in case and spaces), results of the three
+// domains at random ranks, some private, some probe traffic, some pages
+// past the first, some with no result.
+func randomLog(rng *rand.Rand, n, days int, end time.Time) []kv.SearchRecord {
+	texts := []string{"weather", "Weather ", "  rain   radar", "maps", "send email", "pdf", "storm alerts", ""}
+	recs := make([]kv.SearchRecord, 0, n)
+	start := end.Add(-time.Duration(days) * 24 * time.Hour)
+	for range n {
+		t := start.Add(time.Duration(rng.Int64N(int64(days) * int64(24*time.Hour))))
+		rec := kv.SearchRecord{Time: t, Text: texts[rng.IntN(len(texts))], Probe: rng.IntN(5) == 0}
+		if rng.IntN(6) == 0 {
+			rec.Offset = 10
+		}
+		if rng.IntN(7) == 0 {
+			rec.Filter = map[string][]string{"tags": {"weather"}}
+		}
+		for i := range rng.IntN(12) {
+			d := domains[rng.IntN(len(domains))]
+			rec.Results = append(rec.Results, kv.ReturnedEntry{
+				ID:      fmt.Sprintf("urn:air:%s:e%d", d, rng.IntN(6)),
+				Rank:    rec.Offset + i + 1,
+				Private: rng.IntN(15) == 0,
+			})
+		}
+		recs = append(recs, rec)
+	}
+	slices.SortFunc(recs, func(a, b kv.SearchRecord) int { return a.Time.Compare(b.Time) })
+	return recs
+}
+
+// recount computes the demand report of domain over w from the raw log,
+// the obvious way, to hold the rollups to.
+func recount(t *testing.T, db *kv.DB, domain string, w report.Window, limit int) report.DemandReport {
+	t.Helper()
+	type entryAcc struct {
+		n, first, best int64
+		hist           [8]int64
+	}
+	type queryAcc struct {
+		shown            string
+		n, bestSum, best int64
+	}
+	entries := map[string]*entryAcc{}
+	queries := map[string]*queryAcc{}
+	perDay := map[string]int64{}
+	bucket := func(r int) int {
+		for i, b := range []int{1, 2, 3, 5, 10, 20, 50} {
+			if r <= b {
+				return i
+			}
+		}
+		return 7
+	}
+	err := db.SearchesSince(w.From.Time(), func(rec kv.SearchRecord) (bool, error) {
+		if report.DayOf(rec.Time) > w.To {
+			return false, nil
+		}
+		if rec.Probe && !w.IncludeProbe {
+			return true, nil
+		}
+		best := int64(0)
+		for _, r := range rec.Results {
+			if r.Private || report.PublisherOf(r.ID) != domain {
+				continue
+			}
+			e := entries[r.ID]
+			if e == nil {
+				e = &entryAcc{}
+				entries[r.ID] = e
+			}
+			e.n++
+			if r.Rank <= report.FirstPage {
+				e.first++
+			}
+			if e.best == 0 || int64(r.Rank) < e.best {
+				e.best = int64(r.Rank)
+			}
+			e.hist[bucket(r.Rank)]++
+			if best == 0 || int64(r.Rank) < best {
+				best = int64(r.Rank)
+			}
+		}
+		if best == 0 {
+			return true, nil
+		}
+		perDay[report.DayOf(rec.Time).String()]++
+		norm := report.NormalizeQuery(rec.Text)
+		q := queries[norm]
+		if q == nil {
+			q = &queryAcc{shown: rec.Text}
+			queries[norm] = q
+		}
+		q.n++
+		q.bestSum += best
+		if q.best == 0 || best < q.best {
+			q.best = best
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := report.DemandReport{Domain: domain, From: w.From.String(), To: w.To.String(), Days: w.Days(), IncludeProbe: w.IncludeProbe,
+		Entries: []report.EntryDemand{}, Queries: []report.QueryDemand{}}
+	var all entryAcc
+	ids := []string{}
+	for id, e := range entries {
+		ids = append(ids, id)
+		all.n += e.n
+		all.first += e.first
+		for i := range e.hist {
+			all.hist[i] += e.hist[i]
+		}
+	}
+	ranks := func(h [8]int64) []report.RankCount {
+		out := []report.RankCount{}
+		for i, n := range h {
+			out = append(out, report.RankCount{Ranks: report.RankBucketLabels[i], Count: n})
+		}
+		return out
+	}
+	share := func(a, b int64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return float64(a) / float64(b)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Or(cmp.Compare(entries[b].n, entries[a].n), cmp.Compare(a, b)) })
+	rep.EntriesTotal = len(ids)
+	for _, id := range ids[:min(limit, len(ids))] {
+		e := entries[id]
+		rep.Entries = append(rep.Entries, report.EntryDemand{Identifier: id, Returned: e.n, BestRank: e.best, FirstPage: e.first,
+			FirstPageShare: share(e.first, e.n), Ranks: ranks(e.hist)})
+	}
+	rep.Appearances = all.n
+	rep.FirstPageShare = share(all.first, all.n)
+	rep.Ranks = ranks(all.hist)
+	texts := []string{}
+	for t := range queries {
+		texts = append(texts, t)
+	}
+	slices.SortFunc(texts, func(a, b string) int { return cmp.Or(cmp.Compare(queries[b].n, queries[a].n), cmp.Compare(a, b)) })
+	rep.QueriesTotal = len(texts)
+	for _, t := range texts[:min(limit, len(texts))] {
+		q := queries[t]
+		rep.Queries = append(rep.Queries, report.QueryDemand{Normalized: t, Searches: q.n, BestRank: q.best, MeanBestRank: float64(q.bestSum) / float64(q.n)})
+	}
+	for d := w.From; d <= w.To; d++ {
+		n := perDay[d.String()]
+		rep.Searches += n
+		rep.PerDay = append(rep.PerDay, report.DayCount{Date: d.String(), Searches: n})
+	}
+	return rep
+}
+
+// comparable strips what a recount cannot know: the text first asked (the
+// raw log may have lost it to pruning) and the daily mean ranks.
+func comparable(r report.DemandReport) report.DemandReport {
+	r.Queries = slices.Clone(r.Queries)
+	for i := range r.Queries {
+		r.Queries[i].Text = ""
+	}
+	r.PerDay = slices.Clone(r.PerDay)
+	for i := range r.PerDay {
+		r.PerDay[i].MeanBestRank = 0
+	}
+	return r
+}
+
+func appendLog(t *testing.T, db *kv.DB, recs []kv.SearchRecord) {
+	t.Helper()
+	for len(recs) > 0 {
+		n := min(len(recs), 512) // the demand writer's group size
+		if err := db.AppendSearchesWith(recs[:n], report.Rollup); err != nil {
+			t.Fatal(err)
+		}
+		recs = recs[n:]
+	}
+}
+
+func checkAgainstRecount(t *testing.T, db *kv.DB, now time.Time, maxDays int) {
+	t.Helper()
+	today := report.DayOf(now)
+	for _, domain := range domains {
+		for _, days := range []int{1, 2, 7, 8, 9, 30, maxDays} {
+			if days > maxDays {
+				continue
+			}
+			for _, probe := range []bool{false, true} {
+				for _, limit := range []int{3, 200} {
+					w := report.Window{From: today - report.Day(days-1), To: today, IncludeProbe: probe}
+					got, err := report.Demand(db, domain, w, limit)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := recount(t, db, domain, w, limit)
+					if g := comparable(got); !reflect.DeepEqual(g, want) {
+						t.Fatalf("%s days=%d probe=%v limit=%d:\nrollup  %+v\nrecount %+v", domain, days, probe, limit, g, want)
+					}
+					if days == 30 && !probe && limit == 200 && got.Appearances == 0 {
+						t.Fatalf("%s: no appearances in 30 days: the test log is too thin", domain)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestRollupsEqualRecountOfLog(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(1, 2))
+	appendLog(t, db, randomLog(rng, 4000, 120, now))
+	checkAgainstRecount(t, db, now, 120)
+
+	// Pruning the raw log keeps the rollups: over the days the log still
+	// holds in full, they still equal a recount.
+	cutoff := report.DayOf(now) - 40
+	for {
+		n, err := db.PruneSearches(cutoff.Time(), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	checkAgainstRecount(t, db, now, 41)
+
+	// A restart reads the same rollups, and goes on counting.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = kv.Open(dir, kv.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	checkAgainstRecount(t, db, now, 41)
+	later := now.Add(36 * time.Hour)
+	appendLog(t, db, randomLog(rng, 1500, 3, later))
+	checkAgainstRecount(t, db, later, 42)
+
+	// Rollups past their retention go; recent ones stay exact.
+	if _, err := report.Prune(db, later.Add(300*24*time.Hour), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	w := report.Window{From: report.DayOf(later) - 9, To: report.DayOf(later)}
+	if got, err := report.Demand(db, "a.test", w, 200); err != nil || comparable(got).Appearances != recount(t, db, "a.test", w, 200).Appearances {
+		t.Fatalf("after pruning 300 days ahead: %v %v", got.Appearances, err)
+	}
+	if n, err := report.Prune(db, later.Add(500*24*time.Hour), 1<<20); err != nil || n == 0 {
+		t.Fatalf("pruning 500 days ahead deleted %d (%v); want every rollup", n, err)
+	}
+	if got, _ := report.Demand(db, "a.test", w, 200); got.Appearances != 0 {
+		t.Fatalf("after pruning 500 days ahead: %d appearances remain", got.Appearances)
+	}
+}
