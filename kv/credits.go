@@ -150,6 +150,74 @@ type CreditIntent struct {
 	Account   string    `json:"account"`
 	BodyHash  string    `json:"bodyHash"`
 	CreatedAt time.Time `json:"createdAt"`
+	// Body is the settle request body and Credits what it buys, so a
+	// purchase whose answer never reached the buyer (settlement pending, a
+	// crash) is settled and credited by the registry itself.
+	Body    json.RawMessage `json:"body,omitempty"`
+	Credits int64           `json:"credits,omitempty"`
+	// Done marks an intent that needs nothing more: credited, or refused
+	// by the facilitator for good.
+	Done bool `json:"done,omitempty"`
+}
+
+// PendingCreditIntent is an intent that is not done, with its reference.
+type PendingCreditIntent struct {
+	Ref string
+	CreditIntent
+}
+
+// PendingCreditIntents returns up to max intents that are not done and
+// were bound before before, oldest reference order.
+func (db *DB) PendingCreditIntents(before time.Time, max int) ([]PendingCreditIntent, error) {
+	var out []PendingCreditIntent
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketCreditIntents).ForEach(func(k, v []byte) error {
+			if len(out) >= max {
+				return nil
+			}
+			var in CreditIntent
+			if err := json.Unmarshal(v, &in); err != nil {
+				return fmt.Errorf("decode credit intent %q: %w", k, err)
+			}
+			if !in.Done && in.CreatedAt.Before(before) {
+				out = append(out, PendingCreditIntent{Ref: string(k), CreditIntent: in})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kv: pending credit intents: %w", err)
+	}
+	return out, nil
+}
+
+// FinishCreditIntent marks ref's intent done; committed before it returns.
+// An unknown ref is no error.
+func (db *DB) FinishCreditIntent(ref string) error {
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketCreditIntents)
+		v := b.Get([]byte(ref))
+		if v == nil {
+			return nil
+		}
+		var in CreditIntent
+		if err := json.Unmarshal(v, &in); err != nil {
+			return err
+		}
+		if in.Done {
+			return nil
+		}
+		in.Done = true
+		nv, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(ref), nv)
+	})
+	if err != nil {
+		return fmt.Errorf("kv: finish credit intent: %w", err)
+	}
+	return nil
 }
 
 // BindCreditIntent records in for ref unless ref is bound already, and

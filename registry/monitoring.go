@@ -76,10 +76,23 @@ func (s *Service) initMonitoring() error {
 	return nil
 }
 
-// RunMonitoring does one round of the monitoring loop: charge periods
-// that ended (pausing what the balance cannot pay), turn new feed events of
-// monitored domains into alerts, and deliver the alerts due.
+// RunMonitoring does one round of the monitoring loop: credit purchases
+// whose buyer never got a final answer (resuming that account's paused
+// monitorings), charge periods that ended (pausing what the balance cannot
+// pay), turn new feed events of monitored domains into alerts, and deliver
+// the alerts due.
 func (s *Service) RunMonitoring(ctx context.Context) error {
+	if c := s.credits.Load(); c != nil {
+		credited, err := c.Reconcile(ctx)
+		if err != nil {
+			s.log.Warn("reconcile credit purchases", "error", err)
+		}
+		for _, account := range credited {
+			if err := s.monitor.ResumeAccount(account); err != nil {
+				return err
+			}
+		}
+	}
 	if _, _, err := s.monitor.Sweep(); err != nil {
 		return err
 	}

@@ -117,7 +117,7 @@ func (c *Credits) Buy(ctx context.Context, account string, n int64, pay x402pay.
 	}
 	sum := sha256.Sum256(pay.Body)
 	bodyHash := hex.EncodeToString(sum[:])
-	bound, made, err := c.DB.BindCreditIntent(pay.Ref, kv.CreditIntent{Account: account, BodyHash: bodyHash, CreatedAt: c.now()})
+	bound, made, err := c.DB.BindCreditIntent(pay.Ref, kv.CreditIntent{Account: account, BodyHash: bodyHash, CreatedAt: c.now(), Body: pay.Body, Credits: n})
 	if err != nil {
 		return PurchaseOutcome{}, err
 	}
@@ -134,6 +134,11 @@ func (c *Credits) Buy(ctx context.Context, account string, n int64, pay x402pay.
 			return PurchaseOutcome{}, err
 		}
 		if !v.IsValid {
+			// Nothing was sent to the chain; a retry of the same payment
+			// (funded since, say) goes to /settle, which verifies again.
+			if err := c.DB.FinishCreditIntent(pay.Ref); err != nil {
+				return PurchaseOutcome{}, err
+			}
 			return PurchaseOutcome{Refused: reason(v.InvalidReason, v.InvalidMessage)}, nil
 		}
 	}
@@ -142,16 +147,85 @@ func (c *Credits) Buy(ctx context.Context, account string, n int64, pay x402pay.
 		return PurchaseOutcome{}, err
 	}
 	if !s.Success {
+		if s.ErrorReason != settlementPending {
+			if err := c.DB.FinishCreditIntent(pay.Ref); err != nil {
+				return PurchaseOutcome{}, err
+			}
+		}
 		return PurchaseOutcome{Settlement: s, Refused: reason(s.ErrorReason, s.ErrorMessage)}, nil
 	}
-	detail, _ := json.Marshal(PurchaseDetail{Settlement: s})
-	e, applied, err := c.DB.ApplyCredit(account, kv.CreditEntry{
-		Time: c.now(), Delta: n, Kind: CreditPurchase, Ref: pay.Ref, Detail: detail,
-	})
+	e, applied, err := c.credit(account, n, pay.Ref, s)
 	if err != nil {
 		return PurchaseOutcome{}, err
 	}
 	return PurchaseOutcome{Entry: e, Settlement: s, Replayed: !applied}, nil
+}
+
+// settlementPending is the facilitator's reason for a settlement that is
+// not final yet: the same body is to be sent again later.
+const settlementPending = "settlement_pending"
+
+// credit applies a settled purchase to the ledger once and marks its
+// intent done.
+func (c *Credits) credit(account string, n int64, ref string, s x402pay.SettleResponse) (kv.CreditEntry, bool, error) {
+	detail, _ := json.Marshal(PurchaseDetail{Settlement: s})
+	e, applied, err := c.DB.ApplyCredit(account, kv.CreditEntry{
+		Time: c.now(), Delta: n, Kind: CreditPurchase, Ref: ref, Detail: detail,
+	})
+	if err != nil {
+		return e, applied, err
+	}
+	return e, applied, c.DB.FinishCreditIntent(ref)
+}
+
+// reconcileAfter is how old an intent must be before Reconcile settles it:
+// younger ones may still be in the buyer's own request.
+const reconcileAfter = 30 * time.Second
+
+// Reconcile finishes purchases whose buyer never got a final answer (the
+// facilitator said settlement_pending, the answer was lost, the registry
+// stopped): it sends each pending intent's settle body again, which the
+// facilitator answers with the recorded outcome, and credits a success
+// once. It returns the accounts it credited; a facilitator that cannot be
+// reached ends the round without error (the next round tries again).
+func (c *Credits) Reconcile(ctx context.Context) ([]string, error) {
+	if c.Merchant == nil {
+		return nil, nil
+	}
+	pending, err := c.DB.PendingCreditIntents(c.now().Add(-reconcileAfter), 100)
+	if err != nil {
+		return nil, err
+	}
+	var credited []string
+	for _, in := range pending {
+		if _, _, err := c.DB.CreditByRef(in.Ref); err == nil || len(in.Body) == 0 || in.Credits <= 0 {
+			// Credited already, or bound before intents kept their body.
+			if err := c.DB.FinishCreditIntent(in.Ref); err != nil {
+				return credited, err
+			}
+			continue
+		}
+		s, err := c.Merchant.Settle(ctx, x402pay.Payment{Body: in.Body, Ref: in.Ref})
+		if errors.Is(err, x402pay.ErrFacilitator) {
+			return credited, nil
+		}
+		if err != nil {
+			return credited, err
+		}
+		switch {
+		case s.Success:
+			if _, applied, err := c.credit(in.Account, in.Credits, in.Ref, s); err != nil {
+				return credited, err
+			} else if applied {
+				credited = append(credited, in.Account)
+			}
+		case s.ErrorReason != settlementPending:
+			if err := c.DB.FinishCreditIntent(in.Ref); err != nil {
+				return credited, err
+			}
+		}
+	}
+	return credited, nil
 }
 
 func (c *Credits) now() time.Time {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ardx-dev/ardx/kv/kvtest"
 	"github.com/ardx-dev/ardx/registry/access"
@@ -182,5 +183,74 @@ func TestCreditsBuyConcurrentOnce(t *testing.T) {
 	}
 	if _, transfers := fac.Counts(); transfers != 1 {
 		t.Fatalf("transfers %d", transfers)
+	}
+}
+
+// TestCreditsSettledLaterAreCredited: a purchase the facilitator answers
+// settlement_pending is credited by Reconcile once it is final, even if the
+// buyer never sends it again; once only, and a later retry by the buyer is a
+// replay.
+func TestCreditsSettledLaterAreCredited(t *testing.T) {
+	db := kvtest.Open(t)
+	fac := x402paytest.New(t)
+	fac.Pending = 1
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	c := &access.Credits{DB: db, Now: func() time.Time { return now },
+		Merchant: &x402pay.Merchant{FacilitatorURL: fac.URL, Network: x402paytest.Network, PayTo: testPayTo}}
+	ctx := context.Background()
+	o, err := c.Offer(ctx, "http://registry.test/credits", 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay := decode(t, o, paymentHeader(t, o, 11, goodSig))
+	out, err := c.Buy(ctx, "acct", 2000, pay)
+	if err != nil || out.Refused == "" || out.Settlement.Success {
+		t.Fatalf("a pending settlement: %+v %v", out, err)
+	}
+	balance := func() int64 {
+		b, err := db.CreditBalance("acct")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if got, err := c.Reconcile(ctx); err != nil || len(got) != 0 || balance() != 0 {
+		t.Fatalf("reconciled a purchase younger than the buyer's own request: %v %v balance %d", got, err, balance())
+	}
+	now = now.Add(time.Minute)
+	if got, err := c.Reconcile(ctx); err != nil || len(got) != 1 || got[0] != "acct" || balance() != 2000 {
+		t.Fatalf("reconcile: %v %v balance %d", got, err, balance())
+	}
+	if got, err := c.Reconcile(ctx); err != nil || len(got) != 0 || balance() != 2000 {
+		t.Fatalf("second reconcile: %v %v balance %d", got, err, balance())
+	}
+	again, err := c.Buy(ctx, "acct", 2000, pay)
+	if err != nil || !again.Replayed || balance() != 2000 {
+		t.Fatalf("the buyer's retry: %+v %v balance %d", again, err, balance())
+	}
+	if _, transfers := fac.Counts(); transfers != 1 {
+		t.Fatalf("%d transfers, want 1", transfers)
+	}
+}
+
+// TestCreditsReconcileDropsRefused: a payment the facilitator refuses for
+// good is not sent again by Reconcile.
+func TestCreditsReconcileDropsRefused(t *testing.T) {
+	db := kvtest.Open(t)
+	fac := x402paytest.New(t)
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	c := &access.Credits{DB: db, Now: func() time.Time { return now },
+		Merchant: &x402pay.Merchant{FacilitatorURL: fac.URL, Network: x402paytest.Network, PayTo: testPayTo}}
+	ctx := context.Background()
+	o, _ := c.Offer(ctx, "http://registry.test/credits", 1000)
+	pay := decode(t, o, paymentHeader(t, o, 12, goodSig))
+	pay.Body = []byte(strings.Replace(string(pay.Body), goodSig+`"`, goodSig+`bad"`, 1))
+	if out, err := c.Buy(ctx, "acct", 1000, pay); err != nil || out.Refused == "" {
+		t.Fatalf("a bad payment: %+v %v", out, err)
+	}
+	now = now.Add(time.Hour)
+	pending, err := db.PendingCreditIntents(now, 10)
+	if err != nil || len(pending) != 0 {
+		t.Fatalf("a refused payment is still pending: %+v %v", pending, err)
 	}
 }

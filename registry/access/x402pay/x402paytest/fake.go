@@ -27,6 +27,9 @@ const (
 // Facilitator is a running fake facilitator.
 type Facilitator struct {
 	URL string
+	// Pending is how many times a body is answered settlement_pending
+	// before its outcome (a transaction that is slow to be final).
+	Pending int
 
 	mu        sync.Mutex
 	verifies  int
@@ -77,6 +80,10 @@ func (f *Facilitator) serve(w http.ResponseWriter, r *http.Request) {
 		f.settles[k]++
 		if f.settles[k] == 1 {
 			f.transfers++
+		}
+		if f.settles[k] <= f.Pending {
+			io.WriteString(w, `{"success":false,"errorReason":"settlement_pending","transaction":"0x`+k+`","network":"`+Network+`"}`)
+			return
 		}
 		io.WriteString(w, `{"success":true,"transaction":"0x`+k+`","network":"`+Network+`","payer":"`+Payer+`"}`)
 	default:
