@@ -433,6 +433,7 @@ func (e *Engine) settleNew(f *flight, req *x402.PaymentRequest, body []byte) {
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, chainCallTimeout)
 	defer cancel()
+	start := time.Now()
 	if v := n.chain.Check(ctx, req); !v.IsValid {
 		j.skip = true
 		close(j.ready)
@@ -441,6 +442,8 @@ func (e *Engine) settleNew(f *flight, req *x402.PaymentRequest, body []byte) {
 	}
 	j.transfer = e.simulate(ctx, n, j)
 	j.skip = j.transfer == nil
+	observeStage(n.id, "prepare", start)
+	j.readyAt = time.Now()
 	close(j.ready)
 }
 
@@ -517,7 +520,11 @@ func (e *Engine) finish(f *flight, networkLabel string, state kv.SettlementState
 	if rec != nil {
 		s.Intent, s.Body, s.CreatedAt = rec.Intent, rec.Body, rec.CreatedAt
 	}
+	start := time.Now()
 	stored, err := e.db.FinishSettlement(s, release)
+	if networkLabel != unknownNetwork {
+		observeStage(networkLabel, "finish", start)
+	}
 	switch {
 	case errors.Is(err, kv.ErrSettlementFinal):
 		// Someone recorded first; theirs is the answer.

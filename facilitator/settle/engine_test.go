@@ -507,9 +507,10 @@ func settleAll(t *testing.T, e *settle.Engine, bodies [][]byte) []x402.SettleRes
 }
 
 // The worker signs every payment that is ready when it is free as one run:
-// one intent commit, broadcasts in nonce order. A payment the node refuses
-// in the middle of a run fails alone, nothing charged; the payments behind
-// it are signed again, so no nonce gap strands them.
+// one intent commit, then one batch of broadcasts in nonce order. A payment
+// the node refuses in the middle of a run fails alone, nothing charged; the
+// payments behind it already reached the node, and its nonce is filled so
+// no gap strands them.
 func TestSettleRunWithARefusedTransaction(t *testing.T) {
 	const n = 12
 	c := newFakeChain()
@@ -525,19 +526,7 @@ func TestSettleRunWithARefusedTransaction(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	refused := ""
-	var mu sync.Mutex
-	c.refuse = func(authID string) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if refused == "" && c.broadcasts >= 4 {
-			refused = authID
-		}
-		if authID == refused {
-			return errors.New("txpool is full")
-		}
-		return nil
-	}
+	c.refuseInBatch = errors.New("txpool is full")
 	e, _ := newTestEngine(t, "", settle.Options{}, c)
 	answers := settleAll(t, e, bodies)
 
@@ -551,9 +540,45 @@ func TestSettleRunWithARefusedTransaction(t *testing.T) {
 			t.Errorf("payment %d: %+v", i, a)
 		}
 	}
-	transfers, _, _ := c.stats()
+	transfers, _, prepares := c.stats()
 	if failed != 1 || transfers != n-1 || c.poolSize() != 0 {
 		t.Fatalf("failed=%d transfers=%d unmined=%d; want 1, %d, 0", failed, transfers, c.poolSize(), n-1)
+	}
+	c.mu.Lock()
+	batches, fills := c.batches, c.fills
+	c.mu.Unlock()
+	if batches == 0 || fills != 1 || prepares != n {
+		// Before batches, the payments behind the refused one were signed again.
+		t.Errorf("batches=%d fills=%d signed=%d; want a batch, the refused nonce filled once, nothing signed twice (%d)", batches, fills, prepares, n)
+	}
+}
+
+// A batch that fails as a whole (the RPC unreachable for that one request)
+// tells nothing of its transactions: each is sent on its own, in nonce
+// order, and every payment settles once.
+func TestSettleRunBatchFailureSendsOneByOne(t *testing.T) {
+	const n = 8
+	c := newFakeChain()
+	c.fund(payerA, 1_000_000)
+	c.failBatch = errors.New("connection reset by peer")
+	var bodies [][]byte
+	for i := range n {
+		bodies = append(bodies, newPayment(byte(140+i)).body(t))
+	}
+	c.beforeBroadcast = func() {
+		for deadline := time.Now().Add(5 * time.Second); c.simulated() < n && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	e, _ := newTestEngine(t, "", settle.Options{}, c)
+	for i, a := range settleAll(t, e, bodies) {
+		if !a.Success {
+			t.Errorf("payment %d: %+v", i, a)
+		}
+	}
+	transfers, broadcasts, prepares := c.stats()
+	if transfers != n || broadcasts != n || prepares != n || c.poolSize() != 0 {
+		t.Fatalf("transfers=%d broadcasts=%d signed=%d unmined=%d; want %d each, 0 unmined", transfers, broadcasts, prepares, c.poolSize(), n)
 	}
 }
 

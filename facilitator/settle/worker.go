@@ -115,7 +115,12 @@ func (e *Engine) processRun(n *network, run []*job) {
 		balances = runBalances{}
 	)
 	defer e.releaseIdle(n)
+	runSize.WithLabelValues(n.id).Observe(float64(len(run)))
 	for _, j := range run {
+		if !j.readyAt.IsZero() {
+			stageDuration.WithLabelValues(n.id, "queue").Observe(time.Since(j.readyAt).Seconds())
+			j.readyAt = time.Time{}
+		}
 		f := j.f
 		authID := n.chain.AuthorizationID(j.req)
 		if claims[authID] {
@@ -194,7 +199,10 @@ func (e *Engine) recordAndBroadcast(n *network, run []signed) {
 	for i, s := range run {
 		recs[i] = s.rec
 	}
-	if err := e.db.RecordSettlementIntents(recs); err != nil {
+	start := time.Now()
+	err := e.db.RecordSettlementIntents(recs)
+	observeStage(n.id, "record", start)
+	if err != nil {
 		// Nothing was recorded: the nonces taken will never be broadcast.
 		e.resyncSigners(n, run)
 		if len(run) > 1 {
@@ -217,14 +225,37 @@ func (e *Engine) recordAndBroadcast(n *network, run []signed) {
 		return
 	}
 	for i := range run {
-		s := &run[i]
-		s.rec = recs[i]
+		run[i].rec = recs[i]
 		e.failpoint(FailpointBeforeBroadcast)
+	}
+	errs := e.broadcastRun(n, run)
+	lastSent := -1
+	for i, err := range errs {
+		if err == nil {
+			lastSent = i
+		}
+	}
+	for i := range run {
+		s := &run[i]
+		if errs != nil && errs[i] == nil {
+			e.sent(n, s.j.f, &s.rec, s.tx, false)
+			continue
+		}
+		if i < lastSent {
+			// Refused, while a later transaction of the run reached the
+			// node and waits behind this nonce: send it once more, and if
+			// it stays refused (its payment is decided) fill the nonce.
+			if !e.broadcast(n, s.j.f, &s.rec, s.tx, false) {
+				e.fillRefused(n, s.tx)
+			}
+			continue
+		}
 		if e.broadcast(n, s.j.f, &s.rec, s.tx, false) {
 			continue
 		}
-		// The transactions after this one would leave a nonce gap: sign them
-		// again (their recorded intents were never sent and are replaced).
+		// Nothing after this one reached the node, and sending it would
+		// leave a nonce gap: sign them again (their recorded intents were
+		// never sent and are replaced).
 		rest := run[i+1:]
 		if len(rest) == 0 || e.ctx.Err() != nil {
 			for _, r := range rest {
@@ -238,6 +269,40 @@ func (e *Engine) recordAndBroadcast(n *network, run []signed) {
 		}
 		return
 	}
+}
+
+// broadcastRun sends a recorded run's transactions in nonce order, in one
+// round trip where the chain allows it, and returns one error per
+// transaction; nil when nothing is known of any (the batch failed, or the
+// engine is closing), and each is then sent on its own.
+func (e *Engine) broadcastRun(n *network, run []signed) []error {
+	if len(run) < 2 || e.ctx.Err() != nil {
+		return nil
+	}
+	txs := make([]*Tx, len(run))
+	for i, s := range run {
+		txs[i] = s.tx
+	}
+	ctx, cancel := e.chainCtx()
+	defer cancel()
+	start := time.Now()
+	errs, err := n.chain.BroadcastBatch(ctx, txs)
+	observeStage(n.id, "broadcast", start)
+	if err != nil || len(errs) != len(txs) {
+		e.log.Warn("batch broadcast failed; sending one by one", "network", n.id, "transactions", len(txs), "err", err)
+		return nil
+	}
+	return errs
+}
+
+// fillRefused fills the nonce of a refused transaction (its payment
+// decided) when the node has not taken another at that nonce since, so
+// the run's later transactions waiting behind it can mine.
+func (e *Engine) fillRefused(n *network, tx *Tx) {
+	ctx, cancel := e.chainCtx()
+	defer cancel()
+	e.fillGap(ctx, n, tx.Signer, tx.Nonce, tx.Nonce+1)
+	e.resync(n, tx.Signer)
 }
 
 // resyncSigners repairs the nonce of every signer used in run.
@@ -369,7 +434,9 @@ func (e *Engine) fillGap(ctx context.Context, n *network, signer string, from, t
 func (e *Engine) broadcast(n *network, f *flight, rec *kv.Settlement, tx *Tx, resyncAfter bool) (sent bool) {
 	ctx, cancel := e.chainCtx()
 	defer cancel()
+	start := time.Now()
 	err := n.chain.Broadcast(ctx, tx)
+	observeStage(n.id, "broadcast", start)
 	if err != nil && e.ctx.Err() == nil {
 		e.log.Warn("broadcast failed; resyncing nonce and retrying once", "network", n.id, "body", f.key, "tx", tx.Hash, "signer", tx.Signer, "nonce", tx.Nonce, "err", err)
 		e.resync(n, tx.Signer)
@@ -379,15 +446,7 @@ func (e *Engine) broadcast(n *network, f *flight, rec *kv.Settlement, tx *Tx, re
 	}
 	switch {
 	case err == nil:
-		e.failpoint(FailpointAfterBroadcast)
-		if resyncAfter {
-			e.resync(n, tx.Signer)
-		}
-		f.setHash(tx.Hash)
-		if f.req != nil {
-			n.owe(f.req)
-		}
-		go e.awaitReceipt(n, f, rec)
+		e.sent(n, f, rec, tx, resyncAfter)
 		return true
 	case e.ctx.Err() != nil:
 		e.finishPending(f)
@@ -395,6 +454,20 @@ func (e *Engine) broadcast(n *network, f *flight, rec *kv.Settlement, tx *Tx, re
 		e.resolveUnbroadcast(ctx, n, f, rec, err)
 	}
 	return false
+}
+
+// sent continues a settlement whose transaction the node took: the
+// payer's debt, then the receipt wait in the background.
+func (e *Engine) sent(n *network, f *flight, rec *kv.Settlement, tx *Tx, resyncAfter bool) {
+	e.failpoint(FailpointAfterBroadcast)
+	if resyncAfter {
+		e.resync(n, tx.Signer)
+	}
+	f.setHash(tx.Hash)
+	if f.req != nil {
+		n.owe(f.req)
+	}
+	go e.awaitReceipt(n, f, rec)
 }
 
 // resolveUnbroadcast decides a settlement whose transaction the node refused.
@@ -463,6 +536,7 @@ func (e *Engine) awaitReceipt(n *network, f *flight, rec *kv.Settlement) {
 			if attempts == 0 {
 				n.observeInclusion(time.Since(sent))
 			}
+			observeStage(n.id, "receipt", sent)
 			e.settleByReceipt(n, f, rec, hash, success)
 			return
 		case err != nil && e.ctx.Err() == nil:
