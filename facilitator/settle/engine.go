@@ -159,6 +159,12 @@ type network struct {
 	// inclusion is a moving average of the time from broadcast to receipt
 	// (nanoseconds; 0 until one is observed), which paces receipt polls.
 	inclusion atomic.Int64
+	// inflight is the run whose transactions are on their way to the node;
+	// the worker alone reads and writes it.
+	inflight *sendOp
+	// resyncs counts nonce re-reads (resync), so the worker can tell that a
+	// signer's local nonce may have moved under a run signed before.
+	resyncs atomic.Int64
 
 	mu    sync.Mutex
 	debts map[string]*debt // by lower-case payer: see debts.go
