@@ -8,7 +8,9 @@ import (
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
@@ -122,4 +124,47 @@ func (m meteredBackend) TransactionByHash(ctx context.Context, hash common.Hash)
 	v, pending, err := m.b.TransactionByHash(ctx, hash)
 	m.observe("eth_getTransactionByHash", start, err)
 	return v, pending, err
+}
+
+// rawClient is implemented by *ethclient.Client and the simulated backend's
+// client: the JSON-RPC client under them, which sends batches.
+type rawClient interface{ Client() *rpc.Client }
+
+// SendTransactions sends txs in one JSON-RPC batch of eth_sendRawTransaction,
+// in order (a node answers a batch's calls one after the other), and
+// returns one error per transaction; err is the batch's own failure, when
+// nothing is known of any transaction. A backend without a JSON-RPC client
+// sends them one by one. The batch is observed once, as
+// eth_sendRawTransaction_batch.
+func (m meteredBackend) SendTransactions(ctx context.Context, txs []*types.Transaction) ([]error, error) {
+	rc, ok := m.b.(rawClient)
+	if !ok || rc.Client() == nil {
+		errs := make([]error, len(txs))
+		for i, tx := range txs {
+			errs[i] = m.SendTransaction(ctx, tx)
+		}
+		return errs, nil
+	}
+	start := time.Now()
+	batch := make([]rpc.BatchElem, len(txs))
+	for i, tx := range txs {
+		raw, err := tx.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		batch[i] = rpc.BatchElem{Method: "eth_sendRawTransaction", Args: []any{hexutil.Encode(raw)}, Result: new(common.Hash)}
+	}
+	err := rc.Client().BatchCallContext(ctx, batch)
+	m.observe("eth_sendRawTransaction_batch", start, err)
+	if err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(txs))
+	for i, b := range batch {
+		errs[i] = b.Error
+		if b.Error != nil {
+			rpcErrors.WithLabelValues(m.network, "eth_sendRawTransaction").Inc()
+		}
+	}
+	return errs, nil
 }

@@ -151,7 +151,52 @@ func (n *Network) Broadcast(ctx context.Context, tx *settle.Tx) error {
 	if err := t.UnmarshalBinary(tx.Raw); err != nil {
 		return fmt.Errorf("evm: %s: decode prepared transaction: %w", n.id, err)
 	}
-	err := n.backend.SendTransaction(ctx, &t)
+	return n.sendResult(ctx, &t, n.backend.SendTransaction(ctx, &t))
+}
+
+// BroadcastBatch sends prepared transactions in order in one round trip (a
+// JSON-RPC batch) and returns one error per transaction, each as Broadcast
+// would; err when the batch itself failed and nothing is known of any.
+func (n *Network) BroadcastBatch(ctx context.Context, txs []*settle.Tx) ([]error, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	decoded := make([]*types.Transaction, len(txs))
+	for i, tx := range txs {
+		decoded[i] = new(types.Transaction)
+		if err := decoded[i].UnmarshalBinary(tx.Raw); err != nil {
+			return nil, fmt.Errorf("evm: %s: decode prepared transaction: %w", n.id, err)
+		}
+	}
+	errs, err := sendTransactions(ctx, n.backend, decoded)
+	if err != nil {
+		return nil, fmt.Errorf("evm: %s: broadcast batch: %w", n.id, redact(err, n.rpcURL))
+	}
+	for i, t := range decoded {
+		if errs[i] != nil {
+			errs[i] = n.sendResult(ctx, t, errs[i])
+		}
+	}
+	return errs, nil
+}
+
+// sendTransactions sends txs in one batch when the backend can, else one
+// by one.
+func sendTransactions(ctx context.Context, b Backend, txs []*types.Transaction) ([]error, error) {
+	if bs, ok := b.(interface {
+		SendTransactions(context.Context, []*types.Transaction) ([]error, error)
+	}); ok {
+		return bs.SendTransactions(ctx, txs)
+	}
+	errs := make([]error, len(txs))
+	for i, t := range txs {
+		errs[i] = b.SendTransaction(ctx, t)
+	}
+	return errs, nil
+}
+
+// sendResult reads a send's error: nil when the node took t or already
+// knows it (pending or mined).
+func (n *Network) sendResult(ctx context.Context, t *types.Transaction, err error) error {
 	if err == nil {
 		return nil
 	}

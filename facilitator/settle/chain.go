@@ -74,6 +74,10 @@ type Chain interface {
 	// Broadcast sends a prepared transaction; a transaction the node already
 	// knows is not an error.
 	Broadcast(ctx context.Context, tx *Tx) error
+	// BroadcastBatch sends a run's transactions in order in one round trip
+	// where the node allows it (a JSON-RPC batch) and returns one error per
+	// transaction, each as Broadcast's; err means nothing is known of any.
+	BroadcastBatch(ctx context.Context, txs []*Tx) (errs []error, err error)
 	// Receipt reports a transaction's outcome; found is false while it is not
 	// mined.
 	Receipt(ctx context.Context, hash string) (found, success bool, err error)

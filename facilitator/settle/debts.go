@@ -136,12 +136,13 @@ func (e *Engine) paid(n *network, req *x402.PaymentRequest) {
 }
 
 // releaseIdle returns held payments whose payer owes nothing unconfirmed
-// (the transactions they waited behind were never broadcast).
+// (the transactions they waited behind were never broadcast) and has no
+// payment in the run on its way to the node. Worker only.
 func (e *Engine) releaseIdle(n *network) {
 	var release []*job
 	n.mu.Lock()
 	for key, d := range n.debts {
-		if d.txs <= 0 {
+		if d.txs <= 0 && !n.inflightPays(key) {
 			release = append(release, d.held...)
 			delete(n.debts, key)
 		}

@@ -159,6 +159,12 @@ type network struct {
 	// inclusion is a moving average of the time from broadcast to receipt
 	// (nanoseconds; 0 until one is observed), which paces receipt polls.
 	inclusion atomic.Int64
+	// inflight is the run whose transactions are on their way to the node;
+	// the worker alone reads and writes it.
+	inflight *sendOp
+	// resyncs counts nonce re-reads (resync), so the worker can tell that a
+	// signer's local nonce may have moved under a run signed before.
+	resyncs atomic.Int64
 
 	mu    sync.Mutex
 	debts map[string]*debt // by lower-case payer: see debts.go
@@ -433,6 +439,7 @@ func (e *Engine) settleNew(f *flight, req *x402.PaymentRequest, body []byte) {
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, chainCallTimeout)
 	defer cancel()
+	start := time.Now()
 	if v := n.chain.Check(ctx, req); !v.IsValid {
 		j.skip = true
 		close(j.ready)
@@ -441,6 +448,8 @@ func (e *Engine) settleNew(f *flight, req *x402.PaymentRequest, body []byte) {
 	}
 	j.transfer = e.simulate(ctx, n, j)
 	j.skip = j.transfer == nil
+	observeStage(n.id, "prepare", start)
+	j.readyAt = time.Now()
 	close(j.ready)
 }
 
@@ -517,7 +526,11 @@ func (e *Engine) finish(f *flight, networkLabel string, state kv.SettlementState
 	if rec != nil {
 		s.Intent, s.Body, s.CreatedAt = rec.Intent, rec.Body, rec.CreatedAt
 	}
+	start := time.Now()
 	stored, err := e.db.FinishSettlement(s, release)
+	if networkLabel != unknownNetwork {
+		observeStage(networkLabel, "finish", start)
+	}
 	switch {
 	case errors.Is(err, kv.ErrSettlementFinal):
 		// Someone recorded first; theirs is the answer.

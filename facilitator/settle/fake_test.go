@@ -54,6 +54,14 @@ type fakeChain struct {
 	blockBroadcast bool
 	// failBroadcast, when set, is returned by Broadcast without sending.
 	failBroadcast error
+	// failBatch, when set, fails BroadcastBatch as a whole without sending
+	// (a transport error); batches counts the batches that were sent.
+	failBatch error
+	batches   int
+	// refuseInBatch, when set, is what the node answers, on every attempt,
+	// for the second transaction of the first batch of three or more.
+	refuseInBatch error
+	refusedAuth   string
 	// refuse, when set, may refuse one transaction (by its authorization).
 	refuse func(authID string) error
 	// beforeBroadcast runs once, at the start of the first Broadcast,
@@ -255,6 +263,9 @@ func (c *fakeChain) Broadcast(ctx context.Context, tx *settle.Tx) error {
 			return err
 		}
 	}
+	if c.refusedAuth != "" && ftx.authID == c.refusedAuth {
+		return c.refuseInBatch
+	}
 	if ftx.nonce < c.accountNonce {
 		return errors.New("nonce too low")
 	}
@@ -272,6 +283,28 @@ func (c *fakeChain) Broadcast(ctx context.Context, tx *settle.Tx) error {
 		c.mineLocked()
 	}
 	return nil
+}
+
+// BroadcastBatch sends txs in order, each as Broadcast does, as a node
+// answers a JSON-RPC batch.
+func (c *fakeChain) BroadcastBatch(ctx context.Context, txs []*settle.Tx) ([]error, error) {
+	c.mu.Lock()
+	if c.failBatch != nil {
+		defer c.mu.Unlock()
+		return nil, c.failBatch
+	}
+	c.batches++
+	if c.refuseInBatch != nil && c.refusedAuth == "" && len(txs) >= 3 {
+		if ftx, err := decodeFakeRaw(txs[1].Raw); err == nil {
+			c.refusedAuth = ftx.authID
+		}
+	}
+	c.mu.Unlock()
+	errs := make([]error, len(txs))
+	for i, tx := range txs {
+		errs[i] = c.Broadcast(ctx, tx)
+	}
+	return errs, nil
 }
 
 // mine includes every pool transaction whose nonce is next, in order.

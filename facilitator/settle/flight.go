@@ -3,6 +3,7 @@ package settle
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ardx-dev/ardx/facilitator/x402"
 	"github.com/ardx-dev/ardx/kv"
@@ -28,6 +29,7 @@ type job struct {
 	req      *x402.PaymentRequest
 	body     []byte
 	ready    chan struct{} // closed when verification and simulation are over
+	readyAt  time.Time     // when ready was closed (zero for reconciliations)
 	skip     bool          // verification or simulation failed and was recorded
 	transfer *Transfer     // the simulated transfer, once ready
 	resolve  *kv.Settlement

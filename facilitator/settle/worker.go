@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 	"time"
 
@@ -28,8 +29,12 @@ const maxSimulationAge = 250 * time.Millisecond
 // work is a network's single worker: it takes payments in arrival order and
 // does the nonce-sensitive steps (sign, record, broadcast, resync). Each
 // turn it takes the payment at the head of the queue and every payment
-// behind it that is already verified and simulated, as one run. Receipt
-// waits run on their own goroutines.
+// behind it that is already verified and simulated, as one run. The serial
+// section is a pipeline of two: while one run's transactions are on their
+// way to the node, the next run is signed and its intents recorded; the
+// send's results are read (and any failure repaired) before the next send,
+// so broadcasts stay in nonce order. Receipt waits run on their own
+// goroutines.
 func (e *Engine) work(n *network) {
 	var next *job // taken from the queue, not yet ready
 	for {
@@ -38,11 +43,22 @@ func (e *Engine) work(n *network) {
 		if j == nil {
 			select {
 			case j = <-n.queue:
+			case <-n.sendDone():
+				e.settleSend(n)
+				continue
 			case <-e.stopped():
+				e.settleSend(n)
 				return
 			}
 		}
-		<-j.ready
+		if !j.readyNow() {
+			select {
+			case <-j.ready:
+			case <-n.sendDone():
+				e.settleSend(n)
+				<-j.ready
+			}
+		}
 		if !e.plain(j) {
 			e.handle(n, j)
 			continue
@@ -75,6 +91,9 @@ func (e *Engine) plain(j *job) bool {
 
 // handle takes a job that is not a plain new payment.
 func (e *Engine) handle(n *network, j *job) {
+	// A reconciliation may resync a nonce or fill a gap: the run on its way
+	// to the node goes first.
+	e.settleSend(n)
 	switch {
 	case j.skip:
 	case e.ctx.Err() != nil:
@@ -112,10 +131,15 @@ func (e *Engine) processRun(n *network, run []*job) {
 		ready    []signed
 		later    []*job
 		claims   = map[string]bool{}
-		balances = runBalances{}
+		balances = n.inflightBalances()
 	)
 	defer e.releaseIdle(n)
+	runSize.WithLabelValues(n.id).Observe(float64(len(run)))
 	for _, j := range run {
+		if !j.readyAt.IsZero() {
+			stageDuration.WithLabelValues(n.id, "queue").Observe(time.Since(j.readyAt).Seconds())
+			j.readyAt = time.Time{}
+		}
 		f := j.f
 		authID := n.chain.AuthorizationID(j.req)
 		if claims[authID] {
@@ -182,10 +206,12 @@ func (e *Engine) processRun(n *network, run []*job) {
 	}
 }
 
-// recordAndBroadcast commits the intents of a signed run and broadcasts its
-// transactions in order. When a commit or a broadcast fails, the signers'
-// nonces are repaired from the chain and the payments not yet sent are
-// settled again one by one, with new transactions.
+// recordAndBroadcast commits the intents of a signed run, then, once the
+// run before it is settled, starts sending its transactions (settleSend
+// reads the results). When a commit fails, or the run before it could not
+// all be sent (the nonces taken here may be wrong now), the signers' nonces
+// are repaired from the chain and the payments not yet sent are settled
+// again one by one, with new transactions.
 func (e *Engine) recordAndBroadcast(n *network, run []signed) {
 	if len(run) == 0 {
 		return
@@ -194,7 +220,11 @@ func (e *Engine) recordAndBroadcast(n *network, run []signed) {
 	for i, s := range run {
 		recs[i] = s.rec
 	}
-	if err := e.db.RecordSettlementIntents(recs); err != nil {
+	start := time.Now()
+	err := e.db.RecordSettlementIntents(recs)
+	observeStage(n.id, "record", start)
+	clean := e.settleSend(n)
+	if err != nil {
 		// Nothing was recorded: the nonces taken will never be broadcast.
 		e.resyncSigners(n, run)
 		if len(run) > 1 {
@@ -217,27 +247,187 @@ func (e *Engine) recordAndBroadcast(n *network, run []signed) {
 		return
 	}
 	for i := range run {
-		s := &run[i]
-		s.rec = recs[i]
+		run[i].rec = recs[i]
+	}
+	if !clean {
+		// The run before this one was repaired: these recorded intents were
+		// never sent and are replaced.
+		if e.ctx.Err() != nil {
+			for _, s := range run {
+				e.finishPending(s.j.f)
+			}
+			return
+		}
+		e.resyncSigners(n, run)
+		for _, s := range run {
+			e.processRun(n, []*job{s.j})
+		}
+		return
+	}
+	for range run {
 		e.failpoint(FailpointBeforeBroadcast)
+	}
+	op := &sendOp{run: run, signed: map[string]*big.Int{}, done: make(chan struct{})}
+	for _, s := range run {
+		k := payerKey(s.j.req)
+		if op.signed[k] == nil {
+			op.signed[k] = new(big.Int)
+		}
+		op.signed[k].Add(op.signed[k], paymentValue(s.j.req))
+	}
+	n.inflight = op
+	go func() {
+		defer close(op.done)
+		op.errs = e.broadcastRun(n, run)
+	}()
+}
+
+// sendOp is a run whose transactions are on their way to the node.
+type sendOp struct {
+	run    []signed
+	signed map[string]*big.Int // by payer: amounts not yet counted as owed
+	done   chan struct{}
+	errs   []error // one per transaction; nil: nothing known of any
+}
+
+// sendDone is closed when the run in flight has its answer; nil (never
+// ready) when none is in flight. Worker only.
+func (n *network) sendDone() <-chan struct{} {
+	if n.inflight == nil {
+		return nil
+	}
+	return n.inflight.done
+}
+
+// inflightBalances starts a run's balance checks with what the payers of
+// the run still in flight signed, not yet counted as owed.
+func (n *network) inflightBalances() runBalances {
+	rb := runBalances{}
+	if n.inflight == nil {
+		return rb
+	}
+	for k, v := range n.inflight.signed {
+		rb[k] = &runBalance{signed: new(big.Int).Set(v)}
+	}
+	return rb
+}
+
+// inflightPays reports whether payer has a payment in the run in flight
+// (owed once the run is settled). Worker only.
+func (n *network) inflightPays(payer string) bool {
+	return n.inflight != nil && n.inflight.signed[payer] != nil
+}
+
+// settleSend waits for the run in flight, if any, and reads its results in
+// nonce order: a transaction the node took goes on to its receipt wait; a
+// refused one is sent again on its own and, if still refused, its payment
+// is decided (resolveUnbroadcast), with its nonce filled when a later one
+// of the run reached the node; when nothing after a refused one reached
+// it, those are signed again. It reports whether every transaction was
+// taken and no signer's nonce was read again meanwhile: otherwise a run
+// signed before must be signed again. Worker only.
+func (e *Engine) settleSend(n *network) (clean bool) {
+	op := n.inflight
+	if op == nil {
+		return true
+	}
+	<-op.done
+	n.inflight = nil
+	defer e.releaseIdle(n)
+	run, errs := op.run, op.errs
+	lastSent := -1
+	for i, err := range errs {
+		if err == nil {
+			lastSent = i
+		}
+	}
+	resyncs := n.resyncs.Load()
+	clean = true
+	for i := range run {
+		s := &run[i]
+		if errs != nil && errs[i] == nil {
+			e.sent(n, s.j.f, &s.rec, s.tx, false)
+			continue
+		}
+		if i < lastSent {
+			// Refused, while a later transaction of the run reached the
+			// node and waits behind this nonce: send it once more, and if
+			// it stays refused (its payment is decided) fill the nonce.
+			if !e.broadcast(n, s.j.f, &s.rec, s.tx, false) {
+				e.fillRefused(n, s.tx)
+			}
+			clean = false
+			continue
+		}
 		if e.broadcast(n, s.j.f, &s.rec, s.tx, false) {
 			continue
 		}
-		// The transactions after this one would leave a nonce gap: sign them
-		// again (their recorded intents were never sent and are replaced).
+		clean = false
+		// Nothing after this one reached the node, and sending it would
+		// leave a nonce gap: sign them again (their recorded intents were
+		// never sent and are replaced).
 		rest := run[i+1:]
 		if len(rest) == 0 || e.ctx.Err() != nil {
 			for _, r := range rest {
 				e.finishPending(r.j.f)
 			}
-			return
+			break
 		}
 		e.resyncSigners(n, rest)
 		for _, r := range rest {
 			e.processRun(n, []*job{r.j})
 		}
-		return
+		break
 	}
+	// A nonce read again from the chain while this run was being read (a
+	// send that failed once) may have moved the local nonce: the next run
+	// must not trust nonces signed before.
+	clean = clean && n.resyncs.Load() == resyncs
+	if !clean && e.ctx.Err() == nil {
+		// A failed send resynced a nonce while later transactions of the run
+		// were still to be read: once everything sent is settled, read the
+		// signers' nonces again so the next run signs from the chain's.
+		e.settleSend(n)
+		e.resyncSigners(n, run)
+	}
+	return clean
+}
+
+// broadcastRun sends a recorded run's transactions in nonce order, in one
+// round trip where the chain allows it, and returns one error per
+// transaction; nil when nothing is known of any (the batch failed, or the
+// engine is closing), and each is then sent on its own.
+func (e *Engine) broadcastRun(n *network, run []signed) []error {
+	if e.ctx.Err() != nil {
+		return nil
+	}
+	ctx, cancel := e.chainCtx()
+	defer cancel()
+	start := time.Now()
+	defer observeStage(n.id, "broadcast", start)
+	if len(run) == 1 {
+		return []error{n.chain.Broadcast(ctx, run[0].tx)}
+	}
+	txs := make([]*Tx, len(run))
+	for i, s := range run {
+		txs[i] = s.tx
+	}
+	errs, err := n.chain.BroadcastBatch(ctx, txs)
+	if err != nil || len(errs) != len(txs) {
+		e.log.Warn("batch broadcast failed; sending one by one", "network", n.id, "transactions", len(txs), "err", err)
+		return nil
+	}
+	return errs
+}
+
+// fillRefused fills the nonce of a refused transaction (its payment
+// decided) when the node has not taken another at that nonce since, so
+// the run's later transactions waiting behind it can mine.
+func (e *Engine) fillRefused(n *network, tx *Tx) {
+	ctx, cancel := e.chainCtx()
+	defer cancel()
+	e.fillGap(ctx, n, tx.Signer, tx.Nonce, tx.Nonce+1)
+	e.resync(n, tx.Signer)
 }
 
 // resyncSigners repairs the nonce of every signer used in run.
@@ -369,7 +559,9 @@ func (e *Engine) fillGap(ctx context.Context, n *network, signer string, from, t
 func (e *Engine) broadcast(n *network, f *flight, rec *kv.Settlement, tx *Tx, resyncAfter bool) (sent bool) {
 	ctx, cancel := e.chainCtx()
 	defer cancel()
+	start := time.Now()
 	err := n.chain.Broadcast(ctx, tx)
+	observeStage(n.id, "broadcast", start)
 	if err != nil && e.ctx.Err() == nil {
 		e.log.Warn("broadcast failed; resyncing nonce and retrying once", "network", n.id, "body", f.key, "tx", tx.Hash, "signer", tx.Signer, "nonce", tx.Nonce, "err", err)
 		e.resync(n, tx.Signer)
@@ -379,15 +571,7 @@ func (e *Engine) broadcast(n *network, f *flight, rec *kv.Settlement, tx *Tx, re
 	}
 	switch {
 	case err == nil:
-		e.failpoint(FailpointAfterBroadcast)
-		if resyncAfter {
-			e.resync(n, tx.Signer)
-		}
-		f.setHash(tx.Hash)
-		if f.req != nil {
-			n.owe(f.req)
-		}
-		go e.awaitReceipt(n, f, rec)
+		e.sent(n, f, rec, tx, resyncAfter)
 		return true
 	case e.ctx.Err() != nil:
 		e.finishPending(f)
@@ -395,6 +579,20 @@ func (e *Engine) broadcast(n *network, f *flight, rec *kv.Settlement, tx *Tx, re
 		e.resolveUnbroadcast(ctx, n, f, rec, err)
 	}
 	return false
+}
+
+// sent continues a settlement whose transaction the node took: the
+// payer's debt, then the receipt wait in the background.
+func (e *Engine) sent(n *network, f *flight, rec *kv.Settlement, tx *Tx, resyncAfter bool) {
+	e.failpoint(FailpointAfterBroadcast)
+	if resyncAfter {
+		e.resync(n, tx.Signer)
+	}
+	f.setHash(tx.Hash)
+	if f.req != nil {
+		n.owe(f.req)
+	}
+	go e.awaitReceipt(n, f, rec)
 }
 
 // resolveUnbroadcast decides a settlement whose transaction the node refused.
@@ -463,6 +661,7 @@ func (e *Engine) awaitReceipt(n *network, f *flight, rec *kv.Settlement) {
 			if attempts == 0 {
 				n.observeInclusion(time.Since(sent))
 			}
+			observeStage(n.id, "receipt", sent)
 			e.settleByReceipt(n, f, rec, hash, success)
 			return
 		case err != nil && e.ctx.Err() == nil:
@@ -701,6 +900,7 @@ func (e *Engine) finishFromRecord(f *flight) {
 }
 
 func (e *Engine) resync(n *network, signer string) {
+	n.resyncs.Add(1)
 	ctx, cancel := e.chainCtx()
 	defer cancel()
 	if err := n.chain.ResyncNonce(ctx, signer); err != nil && e.ctx.Err() == nil {
