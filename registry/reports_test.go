@@ -13,11 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/internal/pagecheck"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry"
-	"github.com/ardx-dev/ardx/registry/ingest"
 	"github.com/ardx-dev/ardx/registry/report"
 )
 
@@ -283,7 +281,7 @@ func TestReportsNeverIdentifyCallers(t *testing.T) {
 		resp.Body.Close()
 		key = minted.Key.Key
 	}
-	addPrivate(t, f, "corp.test", `{"identifier":"`+privateID+`","displayName":"Secret Weather","type":"application/mcp-server-card+json","url":"https://corp.test/card.json","description":"Internal weather forecast service.","tags":["weather"],"representativeQueries":["weather forecast"]}`)
+	loadPrivate(t, f, "corp.test", `{"identifier":"`+privateID+`","displayName":"Secret Weather","type":"application/mcp-server-card+json","url":"https://corp.test/card.json","description":"Internal weather forecast service.","tags":["weather"],"representativeQueries":["weather forecast"]}`)
 	rng := rand.New(rand.NewPCG(7, 7))
 	texts := []string{"weather forecast", "weather", "rain radar", "secret weather", "internal weather", "storm", "pdf form"}
 	agents := []string{"UA-Probe/9.9 (unique-agent-4411)", "curl/8.0 unique-agent-4411"}
@@ -377,31 +375,6 @@ func readAll(t *testing.T, resp *http.Response) string {
 		t.Fatalf("%s: %d %s", resp.Request.URL, resp.StatusCode, b.String())
 	}
 	return b.String()
-}
-
-// addPrivate stores and indexes a private entry of owner.
-func addPrivate(t *testing.T, f *fixture, owner, body string) {
-	t.Helper()
-	var head struct {
-		Identifier string `json:"identifier"`
-	}
-	if err := json.Unmarshal([]byte(body), &head); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.db.ReplaceSource("private:"+owner, []kv.Entry{{ID: head.Identifier, Body: json.RawMessage(body), Owner: owner}}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	e, err := f.db.GetEntry(head.Identifier)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := ingest.ToDoc(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.ix.Put([]index.Doc{d}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // usageBody decodes GET /usage.
@@ -766,7 +739,7 @@ func TestAdoptionCountsAndSnapshots(t *testing.T) {
 	loadEntries(t, f.db, f.ix, "https://both.test/.well-known/ai-catalog.json", []string{
 		`{"identifier":"urn:air:both.test:op2","displayName":"Op2","type":"application/openapi-operation+json","url":"https://both.test/api2","description":"op2"}`,
 	})
-	addPrivate(t, f, "corp.test", `{"identifier":"urn:air:corp.test:private","displayName":"P","type":"application/mcp-server-card+json","url":"https://corp.test/p.json","description":"p","representativeQueries":["p"]}`)
+	loadPrivate(t, f, "corp.test", `{"identifier":"urn:air:corp.test:private","displayName":"P","type":"application/mcp-server-card+json","url":"https://corp.test/p.json","description":"p","representativeQueries":["p"]}`)
 
 	var a struct {
 		Current report.Adoption   `json:"current"`
