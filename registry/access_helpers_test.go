@@ -150,34 +150,12 @@ func newClaimEnv(tb testing.TB, cfg registry.Config, domains ...string) *claimEn
 // call sends a request with an optional key and decodes a JSON answer.
 func (f *fixture) call(tb testing.TB, key, method, path, body string) (int, map[string]any, http.Header) {
 	tb.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, f.srv.URL+path, rd)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := f.srv.Client().Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	status, hdr, raw := f.send(tb, method, path, key, body, nil)
 	var out map[string]any
 	if len(raw) > 0 && json.Unmarshal(raw, &out) != nil && method != http.MethodHead {
 		tb.Fatalf("%s %s: not a JSON object: %s", method, path, raw)
 	}
-	return resp.StatusCode, out, resp.Header
+	return status, out, hdr
 }
 
 // claim runs the whole claim of domain (by DNS or by the file) and returns

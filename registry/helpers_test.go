@@ -116,8 +116,9 @@ func loadEntries(tb testing.TB, db *kv.DB, ix *index.Index, source string, bodie
 	}
 }
 
-// do sends a request and returns the status and the body.
-func (f *fixture) do(tb testing.TB, method, path, body string) (int, []byte) {
+// send makes a request with an optional key and extra headers and returns
+// the status, headers and body: the one request helper the others wrap.
+func (f *fixture) send(tb testing.TB, method, path, key, body string, hdr map[string]string) (int, http.Header, []byte) {
 	tb.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -130,6 +131,12 @@ func (f *fixture) do(tb testing.TB, method, path, body string) (int, []byte) {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
 	resp, err := f.srv.Client().Do(req)
 	if err != nil {
 		tb.Fatal(err)
@@ -139,7 +146,14 @@ func (f *fixture) do(tb testing.TB, method, path, body string) (int, []byte) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return resp.StatusCode, out
+	return resp.StatusCode, resp.Header, out
+}
+
+// do sends a request without a key and returns the status and the body.
+func (f *fixture) do(tb testing.TB, method, path, body string) (int, []byte) {
+	tb.Helper()
+	status, _, out := f.send(tb, method, path, "", body, nil)
+	return status, out
 }
 
 // searchResponse decodes a POST /search body.

@@ -21,32 +21,6 @@ import (
 	"github.com/ardx-dev/ardx/web"
 )
 
-// send makes a request with an optional key and extra headers and returns
-// the status, headers and body.
-func (f *fixture) send(tb testing.TB, method, path, key, body string, hdr map[string]string) (int, http.Header, []byte) {
-	tb.Helper()
-	req, err := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := f.srv.Client().Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, b
-}
-
 type startAnswer struct {
 	Minted       struct{ Key string } `json:"key"`
 	Account      string
