@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,21 +56,7 @@ func TestSettleProfileOnGeth(t *testing.T) {
 	}
 	for round := 0; round < 2; round++ {
 		_, merchant := newKey(t)
-		bodies := make([][]byte, 800)
-		metas := make([]settledBody, len(bodies))
-		for i := range bodies {
-			pp := payers[i%len(payers)]
-			bodies[i], metas[i].nonce = env.signFor(t, pp, merchant, value)
-			metas[i].payer = pp.addr
-		}
-		var i atomic.Int64
-		next := func() ([]byte, settledBody, bool) {
-			n := int(i.Add(1)) - 1
-			if n >= len(bodies) {
-				return nil, settledBody{}, false
-			}
-			return bodies[n], metas[n], true
-		}
+		next := env.settleFeed(t, payers, merchant, value, 800)
 		before := scrape(t, url)
 		c0a, c0g := cpuOf(p.cmd.Process.Pid), cpuOf(env.chain.cmd.Process.Pid)
 		r := closedLoop(ctx, hc, url+"/settle", 8, 60*time.Second, next, settleOK)
