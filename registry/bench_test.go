@@ -45,20 +45,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// urnPart keeps what an ARD URN segment allows.
-func urnPart(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	return strings.Trim(b.String(), "-.")
-}
-
 func loadBenchCorpus(b *testing.B, n int) *benchCorpus {
 	b.Helper()
 	benchMu.Lock()
@@ -68,39 +54,15 @@ func loadBenchCorpus(b *testing.B, n int) *benchCorpus {
 	}
 	pkgs := shareddata.Toolsdk(b)
 
-	type base struct {
-		name, publisher, display, desc, category string
-		tools                                    []string
-	}
-	bases := make([]base, 0, len(pkgs))
+	corpus := shareddata.NewCorpus(pkgs)
 	var queries []string
 	for _, p := range pkgs {
-		name := p.Name
-		publisher, short := "npm.test", name
-		if strings.HasPrefix(name, "@") {
-			if i := strings.Index(name, "/"); i > 0 {
-				publisher, short = urnPart(name[1:i])+".test", name[i+1:]
-			}
-		}
-		bs := base{name: urnPart(short), publisher: strings.Trim(publisher, "."), category: p.Category,
-			display: strings.ReplaceAll(short, "-", " ")}
-		var descs []string
 		for _, t := range p.Tools {
-			bs.tools = append(bs.tools, t.Name)
-			descs = append(descs, t.Description)
 			if len(queries) < 400 && len(t.Description) > 20 {
 				words := strings.Fields(t.Description)
 				queries = append(queries, strings.Join(words[:min(4, len(words))], " "))
 			}
 		}
-		bs.desc = strings.Join(append([]string{"MCP server " + bs.display + " for " + strings.ReplaceAll(p.Category, "-", " ") + "."}, descs...), " ")
-		if len(bs.desc) > 2000 {
-			bs.desc = bs.desc[:2000]
-		}
-		if bs.name == "" {
-			continue
-		}
-		bases = append(bases, bs)
 	}
 	if len(queries) == 0 {
 		b.Fatal("corpus yields no queries")
@@ -121,9 +83,6 @@ func loadBenchCorpus(b *testing.B, n int) *benchCorpus {
 	c := &benchCorpus{dir: dir, db: db, ix: ix, queries: queries}
 	benchCorpora[n] = c
 
-	// Perturbation: copy k of a package gets its own publisher and name and
-	// one extra word, so copies are distinct documents with similar text.
-	extra := []string{"fast", "secure", "open source", "enterprise", "lightweight", "cloud", "local", "realtime"}
 	start := time.Now()
 	const chunk = 1000
 	entries := make([]kv.Entry, 0, chunk)
@@ -148,24 +107,8 @@ func loadBenchCorpus(b *testing.B, n int) *benchCorpus {
 		entries = entries[:0]
 	}
 	for i := 0; i < n; i++ {
-		bs := bases[i%len(bases)]
-		k := i / len(bases)
-		publisher, suffix := bs.publisher, ""
-		if k > 0 {
-			publisher = fmt.Sprintf("m%d.%s", k, bs.publisher)
-			suffix = fmt.Sprintf(" (%s)", extra[k%len(extra)])
-		}
-		id := "urn:air:" + publisher + ":" + bs.name
-		body, _ := json.Marshal(map[string]any{
-			"identifier":            id,
-			"displayName":           bs.display + suffix,
-			"type":                  "application/mcp-server-card+json",
-			"url":                   "https://" + publisher + "/mcp/" + bs.name + ".json",
-			"description":           bs.desc + suffix,
-			"tags":                  []string{bs.category},
-			"capabilities":          bs.tools,
-			"representativeQueries": []string{bs.display, bs.category + " tools"},
-		})
+		id, entry := corpus.Entry(i)
+		body, _ := json.Marshal(entry)
 		entries = append(entries, kv.Entry{ID: id, Body: body})
 		if len(entries) == chunk {
 			flush(fmt.Sprintf("bench-%d", i/chunk))

@@ -23,11 +23,11 @@ func BenchmarkMetaToolRelevanceHTTP(b *testing.B) {
 	urnOf := map[string]string{}
 	bodies := make([]string, 0, len(tools))
 	for _, t := range tools {
-		id := "urn:air:metatool.example:tools:" + urnPart(t.Name)
+		id := "urn:air:metatool.example:tools:" + shareddata.URNPart(t.Name)
 		urnOf[t.Name] = id
 		body, _ := json.Marshal(map[string]any{
 			"identifier": id, "displayName": t.Name, "type": "application/mcp-server-card+json",
-			"url": "https://metatool.example/" + urnPart(t.Name), "description": t.Description,
+			"url": "https://metatool.example/" + shareddata.URNPart(t.Name), "description": t.Description,
 		})
 		bodies = append(bodies, string(body))
 	}

@@ -22,13 +22,13 @@ import (
 func BenchmarkToolsQuery(b *testing.B) {
 	var bodies, queries []string
 	for _, p := range shareddata.Toolsdk(b) {
-		server := urnPart(p.Name)
+		server := shareddata.URNPart(p.Name)
 		if server == "" || len(p.Tools) == 0 {
 			continue
 		}
 		serverID := "urn:air:toolsdk.test:" + server
 		for _, t := range p.Tools {
-			tool := urnPart(t.Name)
+			tool := shareddata.URNPart(t.Name)
 			if tool == "" {
 				continue
 			}

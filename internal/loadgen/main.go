@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/ardx-dev/ardx/internal/procstat"
+	"github.com/ardx-dev/ardx/internal/shareddata"
 )
 
 func main() {
@@ -148,13 +149,10 @@ func run() error {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// sharedData finds the shared data folder: $ARDX_SHARED_DATA, else
-// ../shared/data beside the module (the working directory of `make`).
+// sharedData finds the shared data folder (shareddata.Locate) and checks
+// that it holds both data sets.
 func sharedData() (string, error) {
-	dir := os.Getenv("ARDX_SHARED_DATA")
-	if dir == "" {
-		dir = filepath.Join("..", "shared", "data")
-	}
+	dir := shareddata.Locate()
 	for _, f := range []string{"metatool/all_clean_data.csv", "toolsdk/packages-list.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			return "", fmt.Errorf("shared data not available (set ARDX_SHARED_DATA): %w", err)
@@ -191,72 +189,20 @@ func metaToolQueries(path string) ([]string, error) {
 	return out, nil
 }
 
-// ingestCorpus writes n entries built from the toolsdk package list as ARD
-// manifests of 5,000 entries and ingests them with `ardx ingest`. Copy k of
-// a package gets its own publisher and one extra word, as the registry's
-// in-process benchmark corpus does, so copies are distinct entries with
-// similar text.
+// ingestCorpus writes n entries of the search benchmarks' corpus
+// (shareddata.Corpus, built from the toolsdk package list) as ARD manifests
+// of 5,000 entries and ingests them with `ardx ingest`.
 func ingestCorpus(bin, data, toolsdk string, n int) error {
-	raw, err := os.ReadFile(toolsdk)
+	pkgs, err := shareddata.ReadToolsdk(toolsdk)
 	if err != nil {
 		return err
 	}
-	var pkgs map[string]struct {
-		Category string `json:"category"`
-		Tools    map[string]struct {
-			Name        string `json:"name"`
-			Description string `json:"description"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(raw, &pkgs); err != nil {
-		return fmt.Errorf("%s: %w", toolsdk, err)
-	}
-	names := make([]string, 0, len(pkgs))
-	for k := range pkgs {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	type base struct {
-		name, publisher, display, desc, category string
-		tools                                    []string
-	}
-	var bases []base
-	ids := map[string]bool{} // two packages can share a publisher and a short name
-	for _, name := range names {
-		p := pkgs[name]
-		publisher, short := "npm.test", name
-		if strings.HasPrefix(name, "@") {
-			if i := strings.Index(name, "/"); i > 0 {
-				publisher, short = urnPart(name[1:i])+".test", name[i+1:]
-			}
-		}
-		bs := base{name: urnPart(short), publisher: strings.Trim(publisher, "."), category: p.Category,
-			display: strings.ReplaceAll(short, "-", " ")}
-		keys := make([]string, 0, len(p.Tools))
-		for k := range p.Tools {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		descs := []string{"MCP server " + bs.display + " for " + strings.ReplaceAll(p.Category, "-", " ") + "."}
-		for _, k := range keys {
-			bs.tools = append(bs.tools, p.Tools[k].Name)
-			descs = append(descs, p.Tools[k].Description)
-		}
-		bs.desc = strings.Join(descs, " ")
-		if len(bs.desc) > 2000 {
-			bs.desc = bs.desc[:2000]
-		}
-		if id := bs.publisher + ":" + bs.name; bs.name != "" && !ids[id] {
-			ids[id] = true
-			bases = append(bases, bs)
-		}
-	}
+	corpus := shareddata.NewCorpus(pkgs)
 	src, err := os.MkdirTemp("", "ardx-loadgen-src-*")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(src)
-	extra := []string{"fast", "secure", "open source", "enterprise", "lightweight", "cloud", "local", "realtime"}
 	const perFile = 5000
 	entries := make([]map[string]any, 0, perFile)
 	files := 0
@@ -273,23 +219,8 @@ func ingestCorpus(bin, data, toolsdk string, n int) error {
 		return os.WriteFile(filepath.Join(src, fmt.Sprintf("part-%03d.json", files)), b, 0o644)
 	}
 	for i := range n {
-		bs := bases[i%len(bases)]
-		k := i / len(bases)
-		publisher, suffix := bs.publisher, ""
-		if k > 0 {
-			publisher = fmt.Sprintf("m%d.%s", k, bs.publisher)
-			suffix = fmt.Sprintf(" (%s)", extra[k%len(extra)])
-		}
-		entries = append(entries, map[string]any{
-			"identifier":            "urn:air:" + publisher + ":" + bs.name,
-			"displayName":           bs.display + suffix,
-			"type":                  "application/mcp-server-card+json",
-			"url":                   "https://" + publisher + "/mcp/" + bs.name + ".json",
-			"description":           bs.desc + suffix,
-			"tags":                  []string{bs.category},
-			"capabilities":          bs.tools,
-			"representativeQueries": []string{bs.display, bs.category + " tools"},
-		})
+		_, entry := corpus.Entry(i)
+		entries = append(entries, entry)
 		if len(entries) == perFile {
 			if err := flush(); err != nil {
 				return err
@@ -306,20 +237,6 @@ func ingestCorpus(bin, data, toolsdk string, n int) error {
 		return fmt.Errorf("ardx ingest: %w\n%s", err, tail(out, 2000))
 	}
 	return nil
-}
-
-// urnPart keeps what an ARD URN segment allows.
-func urnPart(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	return strings.Trim(b.String(), "-.")
 }
 
 func tail(b []byte, n int) []byte {

@@ -8,6 +8,7 @@ package shareddata
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,17 +17,22 @@ import (
 	"testing"
 )
 
+// Locate returns the shared data folder: $ARDX_SHARED_DATA, else
+// ../shared/data beside the module. It does not check that it exists.
+func Locate() string {
+	if dir := os.Getenv("ARDX_SHARED_DATA"); dir != "" {
+		return dir
+	}
+	// This file is <module>/internal/shareddata/shareddata.go; the data
+	// sits beside the module: <module>/../shared/data.
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "data")
+}
+
 // Dir returns the shared data folder sub (e.g. "toolsdk"), or skips tb.
 func Dir(tb testing.TB, sub string) string {
 	tb.Helper()
-	dir := os.Getenv("ARDX_SHARED_DATA")
-	if dir == "" {
-		// This file is <module>/internal/shareddata/shareddata.go; the data
-		// sits beside the module: <module>/../shared/data.
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "data")
-	}
-	p := filepath.Join(dir, sub)
+	p := filepath.Join(Locate(), sub)
 	if _, err := os.Stat(p); err != nil {
 		tb.Skipf("shared data %s not available (set ARDX_SHARED_DATA): %v", p, err)
 	}
@@ -50,9 +56,18 @@ type Package struct {
 // Toolsdk returns the toolsdk package list ordered by name, or skips tb.
 func Toolsdk(tb testing.TB) []Package {
 	tb.Helper()
-	raw, err := os.ReadFile(filepath.Join(Dir(tb, "toolsdk"), "packages-list.json"))
+	pkgs, err := ReadToolsdk(filepath.Join(Dir(tb, "toolsdk"), "packages-list.json"))
 	if err != nil {
 		tb.Fatal(err)
+	}
+	return pkgs
+}
+
+// ReadToolsdk reads a toolsdk package list file, ordered by name.
+func ReadToolsdk(path string) ([]Package, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
 	var pkgs map[string]struct {
 		Category string `json:"category"`
@@ -62,7 +77,7 @@ func Toolsdk(tb testing.TB) []Package {
 		} `json:"tools"`
 	}
 	if err := json.Unmarshal(raw, &pkgs); err != nil {
-		tb.Fatal(err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	out := make([]Package, 0, len(pkgs))
 	for name, p := range pkgs {
@@ -74,7 +89,87 @@ func Toolsdk(tb testing.TB) []Package {
 		out = append(out, pkg)
 	}
 	slices.SortFunc(out, func(a, b Package) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return out, nil
+}
+
+// Corpus is the synthetic registry the search benchmarks measure (the
+// in-process ones and the load generator's real binary): one MCP server
+// entry per toolsdk package, and for corpora larger than the package list,
+// perturbed copies: copy k of a package gets its own publisher and one
+// extra word, so copies are distinct entries with similar text.
+type Corpus struct{ bases []serverBase }
+
+type serverBase struct {
+	name, publisher, display, desc, category string
+	tools                                    []string
+}
+
+// NewCorpus builds the corpus of pkgs. Packages whose name makes no
+// identifier, or the same identifier as an earlier one, are left out.
+func NewCorpus(pkgs []Package) *Corpus {
+	c := &Corpus{}
+	ids := map[string]bool{}
+	for _, p := range pkgs {
+		publisher, short := "npm.test", p.Name
+		if strings.HasPrefix(p.Name, "@") {
+			if i := strings.Index(p.Name, "/"); i > 0 {
+				publisher, short = URNPart(p.Name[1:i])+".test", p.Name[i+1:]
+			}
+		}
+		bs := serverBase{name: URNPart(short), publisher: strings.Trim(publisher, "."), category: p.Category,
+			display: strings.ReplaceAll(short, "-", " ")}
+		descs := []string{"MCP server " + bs.display + " for " + strings.ReplaceAll(p.Category, "-", " ") + "."}
+		for _, t := range p.Tools {
+			bs.tools = append(bs.tools, t.Name)
+			descs = append(descs, t.Description)
+		}
+		bs.desc = strings.Join(descs, " ")
+		if len(bs.desc) > 2000 {
+			bs.desc = bs.desc[:2000]
+		}
+		if id := bs.publisher + ":" + bs.name; bs.name != "" && !ids[id] {
+			ids[id] = true
+			c.bases = append(c.bases, bs)
+		}
+	}
+	return c
+}
+
+// Entry returns entry i of the corpus (any i ≥ 0) as an ARD entry object.
+func (c *Corpus) Entry(i int) (id string, entry map[string]any) {
+	extra := []string{"fast", "secure", "open source", "enterprise", "lightweight", "cloud", "local", "realtime"}
+	bs := c.bases[i%len(c.bases)]
+	k := i / len(c.bases)
+	publisher, suffix := bs.publisher, ""
+	if k > 0 {
+		publisher = fmt.Sprintf("m%d.%s", k, bs.publisher)
+		suffix = fmt.Sprintf(" (%s)", extra[k%len(extra)])
+	}
+	id = "urn:air:" + publisher + ":" + bs.name
+	return id, map[string]any{
+		"identifier":            id,
+		"displayName":           bs.display + suffix,
+		"type":                  "application/mcp-server-card+json",
+		"url":                   "https://" + publisher + "/mcp/" + bs.name + ".json",
+		"description":           bs.desc + suffix,
+		"tags":                  []string{bs.category},
+		"capabilities":          bs.tools,
+		"representativeQueries": []string{bs.display, bs.category + " tools"},
+	}
+}
+
+// URNPart keeps what an ARD URN segment allows.
+func URNPart(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return strings.Trim(b.String(), "-.")
 }
 
 // Query is a MetaTool query labelled with the tool that answers it.
