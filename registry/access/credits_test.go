@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/kv/kvtest"
 	"github.com/ardx-dev/ardx/registry/access"
 	"github.com/ardx-dev/ardx/registry/access/x402pay"
@@ -187,16 +188,23 @@ func TestCreditsBuyConcurrentOnce(t *testing.T) {
 }
 
 // TestCreditsSettledLaterAreCredited: a purchase the facilitator answers
-// settlement_pending is credited by Reconcile once it is final, even if the
-// buyer never sends it again; once only, and a later retry by the buyer is a
-// replay.
+// settlement_pending is credited by Reconcile once it is final, across a
+// restart of the registry, even if the buyer never sends it again; once
+// only, and a later retry by the buyer is a replay.
 func TestCreditsSettledLaterAreCredited(t *testing.T) {
-	db := kvtest.Open(t)
+	dir := t.TempDir()
+	db, err := kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	fac := x402paytest.New(t)
 	fac.Pending = 1
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	c := &access.Credits{DB: db, Now: func() time.Time { return now },
-		Merchant: &x402pay.Merchant{FacilitatorURL: fac.URL, Network: x402paytest.Network, PayTo: testPayTo}}
+	credits := func(db *kv.DB) *access.Credits {
+		return &access.Credits{DB: db, Now: func() time.Time { return now },
+			Merchant: &x402pay.Merchant{FacilitatorURL: fac.URL, Network: x402paytest.Network, PayTo: testPayTo}}
+	}
+	c := credits(db)
 	ctx := context.Background()
 	o, err := c.Offer(ctx, "http://registry.test/credits", 2000)
 	if err != nil {
@@ -207,6 +215,15 @@ func TestCreditsSettledLaterAreCredited(t *testing.T) {
 	if err != nil || out.Refused == "" || out.Settlement.Success {
 		t.Fatalf("a pending settlement: %+v %v", out, err)
 	}
+	// The registry stops and starts again: what it owes lives in kv.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = kv.Open(dir, kv.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c = credits(db)
 	balance := func() int64 {
 		b, err := db.CreditBalance("acct")
 		if err != nil {
