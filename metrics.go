@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"sync"
 	"time"
@@ -133,14 +134,20 @@ func (c *cli) withMetricsRoute(h http.Handler) http.Handler {
 	})
 }
 
-// startMetricsListener serves /metrics on --metrics-addr when it names an
-// address; it returns nil when /metrics is on the services' listeners or off.
+// startMetricsListener serves /metrics, and Go's profiler under
+// /debug/pprof/, on --metrics-addr when it names an address; it returns nil
+// when /metrics is on the services' listeners or off.
 func (c *cli) startMetricsListener(logger *slog.Logger) (*web.Server, error) {
 	if c.global.metricsAddr == "" || c.global.metricsAddr == "off" {
 		return nil, nil
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", web.MetricsHandler())
+	// Go's profiler only here, on the operator's own address, never on
+	// the services' listeners: a CPU profile of a live server is how its
+	// search and settle costs are found (internal/loadgen -cpuprofile).
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	srv := &web.Server{Name: "metrics", Addr: c.global.metricsAddr, Handler: mux, Logger: logger}
 	if err := srv.Open(); err != nil {
 		return nil, err

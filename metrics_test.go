@@ -133,4 +133,18 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("registry listener /metrics = %d, want 404 with --metrics-addr", resp.StatusCode)
 	}
+	// Go's profiler is on the operator's listener only.
+	for url, want := range map[string]int{
+		p.url("metrics") + "/debug/pprof/":  http.StatusOK,
+		p.url("registry") + "/debug/pprof/": http.StatusNotFound,
+	} {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s = %d, want %d", url, resp.StatusCode, want)
+		}
+	}
 }

@@ -15,9 +15,19 @@ import (
 // aggregate per UTC day kept in the same transaction so statistics never scan
 // the log. Nothing here identifies the caller: the record type has no field
 // that could hold an address, key or user agent.
+//
+// Records not yet counted by the report rollups are listed in a bucket of
+// their own (their log keys), in the transaction that appends them:
+// RollupSearches counts them later in bigger batches and removes them from
+// the list in the transaction that writes the counts, so a crash between the
+// two leaves them listed and they are counted at the next call, exactly
+// once. A list rather than a mark in the log: records are keyed by their
+// time, and one appended with an earlier time than a counted one (a clock
+// step, a straggler) would fall behind a mark.
 var (
-	bucketDemand      = bucket("demand")
-	bucketDemandDaily = bucket("demand_daily")
+	bucketDemand         = bucket("demand")
+	bucketDemandDaily    = bucket("demand_daily")
+	bucketDemandToRollup = bucket("demand_to_rollup")
 )
 
 // demandDayLayout keys the daily aggregates; it sorts lexically by date.
@@ -73,29 +83,20 @@ type DemandDay struct {
 }
 
 // AppendSearches commits recs to the demand log in one fsynced transaction,
-// updating the daily aggregates with them.
+// updating the daily aggregates with them and listing them for
+// RollupSearches.
 func (db *DB) AppendSearches(recs []SearchRecord) error {
-	return db.AppendSearchesWith(recs, nil)
-}
-
-// AppendSearchesWith is AppendSearches that also calls rollup, when not
-// nil, inside the same transaction: what rollup writes to the reports
-// bucket commits with the records it counts, or neither does.
-func (db *DB) AppendSearchesWith(recs []SearchRecord, rollup func([]SearchRecord, Reports) error) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	return db.bolt.Update(func(tx *bolt.Tx) error {
-		if rollup != nil {
-			if err := rollup(recs, writableReports(tx)); err != nil {
-				return fmt.Errorf("kv: demand rollup: %w", err)
-			}
-		}
 		log := tx.Bucket(bucketDemand)
 		// Keys only ever grow (time, then sequence): fill pages rather than
 		// split them in half, or the log takes twice its size on disk and
 		// in the mapped file.
 		log.FillPercent = appendFillPercent
+		toRollup := tx.Bucket(bucketDemandToRollup)
+		toRollup.FillPercent = appendFillPercent
 		daily := tx.Bucket(bucketDemandDaily)
 		days := map[string]*DemandDay{}
 		for i := range recs {
@@ -111,7 +112,11 @@ func (db *DB) AppendSearchesWith(recs []SearchRecord, rollup func([]SearchRecord
 			if err != nil {
 				return fmt.Errorf("kv: encode search record: %w", err)
 			}
-			if err := log.Put(demandKey(rec.Time, seq), val); err != nil {
+			key := demandKey(rec.Time, seq)
+			if err := log.Put(key, val); err != nil {
+				return err
+			}
+			if err := toRollup.Put(key, nil); err != nil {
 				return err
 			}
 
@@ -157,6 +162,63 @@ func (db *DB) AppendSearchesWith(recs []SearchRecord, rollup func([]SearchRecord
 		}
 		return nil
 	})
+}
+
+// RollupSearches calls rollup with up to limit of the records appended and
+// not yet rolled up, oldest first, in one fsynced transaction that also
+// takes them off the list: what rollup writes to the reports bucket
+// commits with that, or neither does. It reports how many records it
+// handed over; fewer than limit means none is left. A listed record the
+// log no longer holds (pruned first) is taken off the list uncounted.
+func (db *DB) RollupSearches(limit int, rollup func([]SearchRecord, Reports) error) (int, error) {
+	// Usually nothing is due when asked on a timer: look before taking
+	// the write lock and an fsync.
+	due := false
+	if err := db.bolt.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketDemandToRollup).Cursor().First()
+		due = k != nil
+		return nil
+	}); err != nil || !due {
+		return 0, err
+	}
+	n := 0
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		log := tx.Bucket(bucketDemand)
+		c := tx.Bucket(bucketDemandToRollup).Cursor()
+		recs := make([]SearchRecord, 0, min(limit, 4096))
+		var keys [][]byte
+		for k, _ := c.First(); k != nil && len(keys) < limit; k, _ = c.Next() {
+			keys = append(keys, k)
+			v := log.Get(k)
+			if v == nil {
+				continue
+			}
+			var rec SearchRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("kv: decode search record: %w", err)
+			}
+			recs = append(recs, rec)
+		}
+		if len(recs) > 0 {
+			if err := rollup(recs, writableReports(tx)); err != nil {
+				return fmt.Errorf("kv: demand rollup: %w", err)
+			}
+		}
+		// Always the first key: a bbolt cursor's Next after Delete can
+		// skip one. keys hold the first len(keys) entries in order.
+		for range keys {
+			c.First()
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // demandKey orders records by time; the bucket sequence keeps two records

@@ -1,7 +1,9 @@
 package kv_test
 
 import (
+	"errors"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -163,5 +165,84 @@ func TestPruneSearches(t *testing.T) {
 	}
 	if !reflect.DeepEqual(daysAfter, daysBefore) {
 		t.Fatalf("daily aggregates changed: %+v, were %+v", daysAfter, daysBefore)
+	}
+}
+
+// TestRollupSearchesCountsEachRecordOnce: records are handed to the rollup
+// exactly once, in log order, whatever order their times were appended in
+// (a record timed before one already counted is still counted), across a
+// reopen of the store and a rollup that fails (its records stay listed).
+func TestRollupSearchesCountsEachRecordOnce(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rec := func(sec int) kv.SearchRecord {
+		return kv.SearchRecord{Time: base.Add(time.Duration(sec) * time.Second), Text: "q" + strconv.Itoa(sec)}
+	}
+	seen := map[string]int{}
+	count := func(recs []kv.SearchRecord, _ kv.Reports) error {
+		for i, r := range recs {
+			if i > 0 && r.Time.Before(recs[i-1].Time) {
+				t.Errorf("batch out of log order: %s after %s", r.Text, recs[i-1].Text)
+			}
+			seen[r.Text]++
+		}
+		return nil
+	}
+	if err := db.AppendSearches([]kv.SearchRecord{rec(10), rec(11), rec(12)}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.RollupSearches(2, count); err != nil || n != 2 {
+		t.Fatalf("first chunk: %d, %v", n, err)
+	}
+	// A straggler timed before the records already counted.
+	if err := db.AppendSearches([]kv.SearchRecord{rec(5), rec(13)}); err != nil {
+		t.Fatal(err)
+	}
+	failing := func([]kv.SearchRecord, kv.Reports) error { return errors.New("disk full") }
+	if _, err := db.RollupSearches(10, failing); err == nil {
+		t.Fatal("a failed rollup reported success")
+	}
+	// A crash here: appended, not counted. Reopen.
+	db.Close()
+	if db, err = kv.Open(dir, kv.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n, err := db.RollupSearches(10, count); err != nil || n != 3 {
+		t.Fatalf("after reopen: %d, %v; want the 3 left", n, err)
+	}
+	if n, err := db.RollupSearches(10, count); err != nil || n != 0 {
+		t.Fatalf("nothing left, yet %d, %v", n, err)
+	}
+	want := map[string]int{"q5": 1, "q10": 1, "q11": 1, "q12": 1, "q13": 1}
+	if !reflect.DeepEqual(seen, want) {
+		t.Fatalf("counted %v, want each once: %v", seen, want)
+	}
+}
+
+// TestRollupSearchesSkipsPrunedRecords: a listed record the log no longer
+// holds is taken off the list without being counted.
+func TestRollupSearchesSkipsPrunedRecords(t *testing.T) {
+	db := kvtest.Open(t)
+	old := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := db.AppendSearches([]kv.SearchRecord{{Time: old, Text: "old"}, {Time: old.AddDate(0, 2, 0), Text: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.PruneSearches(old.AddDate(0, 1, 0), 10); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	var got []string
+	n, err := db.RollupSearches(10, func(recs []kv.SearchRecord, _ kv.Reports) error {
+		for _, r := range recs {
+			got = append(got, r.Text)
+		}
+		return nil
+	})
+	if err != nil || n != 2 || !reflect.DeepEqual(got, []string{"new"}) {
+		t.Fatalf("rolled up %d (%v), counted %v; want 2 off the list, only \"new\" counted", n, err, got)
 	}
 }

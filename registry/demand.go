@@ -19,6 +19,18 @@ import (
 // themselves. The writer sleeps out the gap; a flush or a stop waits at
 // most that long.
 //
+// The publisher reports' rollups are counted from the log behind it, not in
+// the commits searches wait on the cheapest of: every rollupEvery, or
+// sooner once rollupBacklog records wait, the writer hands the records
+// appended since the last count to report.Rollup (kv.RollupSearches), up
+// to rollupChunk per transaction. A rollup costs dozens of keys per
+// search; counted in batches, the keys that repeat (an entry's day, a
+// domain's day) are written once per batch, and the 5 ms appends stay
+// small. Records appended but not yet counted are listed in the store, so
+// after a crash the next start counts them: the rollups never diverge
+// from the log, they trail it by at most rollupEvery. A flush or a stop
+// counts everything.
+//
 // The writer also keeps the log bounded: search records older than the retention
 // (90 days unless configured, the longest window /stats shows) are deleted
 // at start and every hour, in bounded transactions, with the searches
@@ -32,6 +44,10 @@ const (
 	defaultDemandRetention = 90 * 24 * time.Hour
 	demandPruneEvery       = time.Hour
 	demandPruneChunk       = 10000
+
+	rollupEvery   = time.Second
+	rollupBacklog = 8192
+	rollupChunk   = 4096
 )
 
 type demandWriter struct {
@@ -50,6 +66,8 @@ type demandWriter struct {
 	dropped atomic.Int64
 	// rollupsPruned is the day report rollups were last pruned.
 	rollupsPruned report.Day
+	// toRollup counts the records appended since the last rollup.
+	toRollup int
 }
 
 func newDemandWriter(db *kv.DB, log *slog.Logger, now func() time.Time, retention time.Duration) *demandWriter {
@@ -88,14 +106,21 @@ func (d *demandWriter) record(rec kv.SearchRecord) {
 func (d *demandWriter) run() {
 	defer close(d.done)
 	group := make([]kv.SearchRecord, 0, maxDemandGroup)
+	// Pruning counts first what a crash left appended but not counted.
 	d.prune(group)
 	tick := time.NewTicker(demandPruneEvery)
 	defer tick.Stop()
+	roll := time.NewTicker(rollupEvery)
+	defer roll.Stop()
 	var last time.Time // of the last commit
 	for {
 		select {
 		case <-tick.C:
 			d.prune(group)
+		case <-roll.C:
+			if d.toRollup > 0 {
+				d.rollupAll(group)
+			}
 		case rec := <-d.queue:
 			if wait := time.Until(last.Add(demandCommitGap)); wait > 0 {
 				time.Sleep(wait)
@@ -104,12 +129,39 @@ func (d *demandWriter) run() {
 			group = d.drain(group, maxDemandGroup)
 			d.commit(group)
 			last = time.Now()
+			if d.toRollup >= rollupBacklog {
+				d.rollupAll(group)
+				roll.Reset(rollupEvery)
+			}
 		case ack := <-d.flushes:
 			d.commitAll(group)
+			d.rollupAll(group)
 			close(ack)
 		case <-d.stop:
 			d.commitAll(group)
+			d.rollupAll(group)
 			return
+		}
+	}
+}
+
+// rollupAll counts every record appended and not yet rolled up into the
+// report rollups, a chunk per transaction, committing the searches queued
+// meanwhile between chunks.
+func (d *demandWriter) rollupAll(group []kv.SearchRecord) {
+	for {
+		n, err := d.db.RollupSearches(rollupChunk, report.Rollup)
+		if err != nil {
+			// The records stay listed; the next rollup tries again.
+			d.log.Error("report rollup failed; retried at the next one", "err", err)
+			return
+		}
+		if n < rollupChunk {
+			d.toRollup = 0
+			return
+		}
+		if group = d.drain(group[:0], maxDemandGroup); len(group) > 0 {
+			d.commit(group)
 		}
 	}
 }
@@ -139,9 +191,8 @@ func (d *demandWriter) commitAll(group []kv.SearchRecord) {
 }
 
 func (d *demandWriter) commit(group []kv.SearchRecord) {
-	// The report rollups commit in the same transaction as the records
-	// they count, so a report and a recount of the log cannot diverge.
-	if err := d.db.AppendSearchesWith(group, report.Rollup); err != nil {
+	d.toRollup += len(group)
+	if err := d.db.AppendSearches(group); err != nil {
 		d.dropped.Add(int64(len(group)))
 		demandDropsTotal.Add(float64(len(group)))
 		d.log.Error("demand log commit failed; searches not recorded", "records", len(group), "err", err)
@@ -151,6 +202,10 @@ func (d *demandWriter) commit(group []kv.SearchRecord) {
 // prune deletes the records older than the retention, a chunk per
 // transaction, committing the searches queued meanwhile between chunks.
 func (d *demandWriter) prune(group []kv.SearchRecord) {
+	// Records are counted before any can be pruned uncounted, and the
+	// report blocks that ended are built (within the hour after a UTC day).
+	d.rollupAll(group)
+	d.compact(group)
 	cutoff := d.now().Add(-d.retention)
 	total := 0
 	for {
@@ -171,6 +226,24 @@ func (d *demandWriter) prune(group []kv.SearchRecord) {
 		d.log.Info("demand log pruned", "records", total, "before", cutoff)
 	}
 	d.pruneRollups(group)
+}
+
+// compact builds the report rollups' blocks that are complete, one per
+// transaction, committing the searches queued meanwhile between them.
+func (d *demandWriter) compact(group []kv.SearchRecord) {
+	for {
+		n, err := report.Compact(d.db, d.now(), 1)
+		if err != nil {
+			d.log.Error("report rollup blocks: build failed; retried within the hour", "err", err)
+			return
+		}
+		if n == 0 {
+			return
+		}
+		if group = d.drain(group[:0], maxDemandGroup); len(group) > 0 {
+			d.commit(group)
+		}
+	}
 }
 
 // pruneRollups deletes report rollups past their retention (400 days, not

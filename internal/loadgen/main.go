@@ -54,6 +54,7 @@ type config struct {
 	warm     int
 	dataDir  string
 	keepData bool
+	profile  string
 }
 
 func run() error {
@@ -65,6 +66,7 @@ func run() error {
 	flag.IntVar(&c.perRun, "queries", 0, "queries per run (0: share the unique queries out evenly after the warm-up)")
 	flag.IntVar(&c.warm, "warm", 500, "unmeasured queries first (their texts are not used again)")
 	flag.StringVar(&c.dataDir, "data", "", "data dir to reuse (kept); default a fresh temporary one, removed after")
+	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the server's first 10 s of the last run to this file (go tool pprof)")
 	flag.Parse()
 	for _, s := range strings.Split(clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -114,7 +116,7 @@ func run() error {
 		fmt.Printf("loadgen: ingested %d entries in %v\n", c.entries, time.Since(start).Round(time.Millisecond))
 	}
 
-	srv, err := startRegistry(bin, data)
+	srv, err := startRegistry(bin, data, c.profile != "")
 	if err != nil {
 		return err
 	}
@@ -132,10 +134,20 @@ func run() error {
 	for _, n := range c.clients {
 		qs := next[:c.perRun]
 		next = next[c.perRun:]
+		var prof *profiler
+		if c.profile != "" && n == c.clients[len(c.clients)-1] {
+			prof = startProfile(srv.pprof, c.profile)
+		}
 		cpu0 := procstat.CPUTimeOf(srv.cmd.Process.Pid)
 		r, err := drive(client, srv.url, qs, n)
 		if err != nil {
 			return fmt.Errorf("%d clients: %w", n, err)
+		}
+		if prof != nil {
+			if err := prof.stop(); err != nil {
+				return fmt.Errorf("cpu profile: %w", err)
+			}
+			fmt.Printf("loadgen: server CPU profile of the %d-client run in %s\n", n, c.profile)
 		}
 		// The server's CPU time per search: on a shared machine wall
 		// time mostly measures the neighbours, CPU time what ardx costs.
@@ -254,20 +266,26 @@ func testEnv() []string {
 }
 
 type server struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan struct{}
+	cmd   *exec.Cmd
+	url   string
+	pprof chan string // the metrics listener's profiler, when asked for
+	done  chan struct{}
 }
 
 // startRegistry starts `ardx registry` on an ephemeral loopback port and
-// waits for its "listening" log line.
-func startRegistry(bin, data string) (*server, error) {
-	s := &server{done: make(chan struct{})}
-	s.cmd = exec.Command(bin, "registry", "--data", data, "--registry-addr", "127.0.0.1:0",
+// waits for its "listening" log line; with profiling, its metrics listener
+// (which serves Go's profiler) gets a port of its own too.
+func startRegistry(bin, data string, profiling bool) (*server, error) {
+	s := &server{done: make(chan struct{}), pprof: make(chan string, 1)}
+	args := []string{"registry", "--data", data, "--registry-addr", "127.0.0.1:0",
 		"--no-default-corpus", "--log-format", "json",
 		// One address sends every query: the per-address limit would
 		// measure itself, not the search.
-		"--registry-rate-limit", "off")
+		"--registry-rate-limit", "off"}
+	if profiling {
+		args = append(args, "--metrics-addr", "127.0.0.1:0")
+	}
+	s.cmd = exec.Command(bin, args...)
 	env := testEnv()
 	env[len(env)-1] = "ARDX_LOG_LEVEL=info" // the listening line is at info; requests are too, and are discarded
 	s.cmd.Env = env
@@ -288,9 +306,14 @@ func startRegistry(bin, data string) (*server, error) {
 		sent := false
 		for sc.Scan() {
 			var rec struct{ Msg, Service, URL string }
-			if !sent && json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" && rec.Service == "registry" {
-				urls <- rec.URL
-				sent = true
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
+				switch {
+				case rec.Service == "metrics":
+					s.pprof <- rec.URL + "/debug/pprof/profile"
+				case rec.Service == "registry" && !sent:
+					urls <- rec.URL
+					sent = true
+				}
 			}
 			if !sent {
 				mu.Lock()
@@ -418,3 +441,50 @@ func post(ctx context.Context, client *http.Client, url string, body []byte) err
 	}
 	return nil
 }
+
+// profileSeconds is the length of the server CPU profile taken from the
+// start of the last run; a run shorter than that profiles idle time too.
+const profileSeconds = 10
+
+// profiler fetches a CPU profile of the server while a run goes on.
+type profiler struct{ done chan error }
+
+// startProfile asks the server's profiler for profileSeconds of CPU
+// profile, written to file; stop waits for it.
+func startProfile(urls <-chan string, file string) *profiler {
+	p := &profiler{done: make(chan error, 1)}
+	var url string
+	select {
+	case url = <-urls:
+	case <-time.After(5 * time.Second):
+		p.done <- errors.New("the server reported no metrics listener")
+		return p
+	}
+	go func() {
+		p.done <- fetchProfile(fmt.Sprintf("%s?seconds=%d", url, profileSeconds), file)
+	}()
+	return p
+}
+
+func fetchProfile(url, file string) error {
+	client := &http.Client{Timeout: 60 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: status %d", url, resp.StatusCode)
+	}
+	out, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func (p *profiler) stop() error { return <-p.done }

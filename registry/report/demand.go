@@ -110,7 +110,7 @@ type entryStats struct {
 func entryTotals(rb kv.Reports, domain string, w Window) ([]entryStats, error) {
 	var acc, merged []entryStats
 	var v entryVal
-	err := cover(w.From, w.To, func(level uint8, block uint32) error {
+	err := cover(w.From, w.To, readMarks(rb), func(level uint8, block uint32) error {
 		prefix := blockPrefix(kindEntry, domain, level, block)
 		j := 0
 		var extra []entryStats // entries not yet in acc, in key order
@@ -192,7 +192,7 @@ type queryTotal struct {
 // queryTotals sums the query rollups of domain over the window.
 func queryTotals(rb kv.Reports, domain string, w Window) (map[string]*queryTotal, error) {
 	out := map[string]*queryTotal{}
-	err := cover(w.From, w.To, func(level uint8, block uint32) error {
+	err := cover(w.From, w.To, readMarks(rb), func(level uint8, block uint32) error {
 		prefix := blockPrefix(kindQuery, domain, level, block)
 		return rb.Scan(prefix, nil, func(k, raw []byte) (bool, error) {
 			var v queryVal

@@ -117,7 +117,7 @@ func ZeroResultQueries(db *kv.DB, w Window, categories []string, limit int) ([]Z
 	}
 	found := map[string]*acc{}
 	err := db.ViewReports(func(rb kv.Reports) error {
-		return cover(w.From, w.To, func(level uint8, block uint32) error {
+		return cover(w.From, w.To, readMarks(rb), func(level uint8, block uint32) error {
 			prefix := zeroKey(level, block, "")
 			return rb.Scan(prefix, nil, func(k, raw []byte) (bool, error) {
 				text := string(k[len(prefix):])

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -208,7 +209,8 @@ func PublisherOf(id string) string {
 // the rollups and the log never diverge. Private results are not counted.
 func Rollup(recs []kv.SearchRecord, rb kv.Reports) error {
 	w := rollupWriter{rb: rb, entries: map[string]*entryVal{}, queries: map[string]*queryVal{},
-		domains: map[string]*domainVal{}, zeros: map[string]*zeroVal{}, counts: map[string]int64{}}
+		domains: map[string]*domainVal{}, zeros: map[string]*zeroVal{}, counts: map[string]int64{},
+		marks: readMarks(rb)}
 	for i := range recs {
 		if err := w.add(&recs[i]); err != nil {
 			return err
@@ -224,6 +226,7 @@ type rollupWriter struct {
 	domains map[string]*domainVal
 	zeros   map[string]*zeroVal
 	counts  map[string]int64 // distinct-text counters touched
+	marks   marks            // which levels a day's search counts into (compact.go)
 }
 
 func (w *rollupWriter) add(rec *kv.SearchRecord) error {
@@ -238,6 +241,9 @@ func (w *rollupWriter) add(rec *kv.SearchRecord) error {
 			return nil
 		}
 		for li, size := range levels {
+			if !w.marks.counted(li, day) {
+				continue
+			}
 			key := zeroKey(uint8(li), uint32(day)/size, norm)
 			v, err := w.zero(key, li, uint32(day)/size, size, shown, rec.Filter)
 			if err != nil {
@@ -275,6 +281,9 @@ func (w *rollupWriter) add(rec *kv.SearchRecord) error {
 			h.best = r.Rank
 		}
 		for li, size := range levels {
+			if !w.marks.counted(li, day) {
+				continue
+			}
 			key := entryKey(pub, uint8(li), uint32(day)/size, r.ID)
 			v, err := w.entry(key)
 			if err != nil {
@@ -303,6 +312,9 @@ func (w *rollupWriter) add(rec *kv.SearchRecord) error {
 			}
 		}
 		for li, size := range levels {
+			if !w.marks.counted(li, day) {
+				continue
+			}
 			block := uint32(day) / size
 			qv, err := w.query(pub, uint8(li), block, size, norm, shown)
 			if err != nil {
@@ -423,31 +435,32 @@ func (w *rollupWriter) zero(key []byte, li int, block, size uint32, shown string
 	return v, nil
 }
 
+// flush writes every touched key in key order. bbolt splits a page's node
+// only when the transaction commits, so keys put in random order into one
+// node each shift all those put before them: a batch's cost grew with the
+// square of its new keys in one block. In key order, each put lands past
+// the ones before it.
 func (w *rollupWriter) flush() error {
-	var buf []byte
+	type kv struct{ k, v []byte }
+	out := make([]kv, 0, len(w.entries)+len(w.queries)+len(w.domains)+len(w.zeros)+len(w.counts))
 	for k, v := range w.entries {
-		buf = encodeEntryVal(buf[:0], v)
-		if err := w.rb.Put([]byte(k), bytes.Clone(buf)); err != nil {
-			return err
-		}
+		out = append(out, kv{[]byte(k), encodeEntryVal(nil, v)})
 	}
 	for k, v := range w.queries {
-		if err := w.rb.Put([]byte(k), encodeQueryVal(nil, v)); err != nil {
-			return err
-		}
+		out = append(out, kv{[]byte(k), encodeQueryVal(nil, v)})
 	}
 	for k, v := range w.domains {
-		if err := w.rb.Put([]byte(k), encodeDomainVal(nil, v)); err != nil {
-			return err
-		}
+		out = append(out, kv{[]byte(k), encodeDomainVal(nil, v)})
 	}
 	for k, v := range w.zeros {
-		if err := w.rb.Put([]byte(k), encodeZeroVal(nil, v)); err != nil {
-			return err
-		}
+		out = append(out, kv{[]byte(k), encodeZeroVal(nil, v)})
 	}
 	for k, n := range w.counts {
-		if err := w.rb.Put([]byte(k), binary.AppendVarint(nil, n)); err != nil {
+		out = append(out, kv{[]byte(k), binary.AppendVarint(nil, n)})
+	}
+	slices.SortFunc(out, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+	for _, e := range out {
+		if err := w.rb.Put(e.k, e.v); err != nil {
 			return err
 		}
 	}
@@ -493,14 +506,15 @@ func countKey(kind byte, domain string, level uint8, block uint32) []byte {
 }
 
 // cover splits the days [from, to] into the fewest aligned blocks of the
-// rollup levels, calling fn with each block's level and number.
-func cover(from, to Day, fn func(level uint8, block uint32) error) error {
+// rollup levels that are built (m), calling fn with each block's level and
+// number.
+func cover(from, to Day, m marks, fn func(level uint8, block uint32) error) error {
 	d := uint32(from)
 	for d <= uint32(to) {
 		li := len(levels) - 1
 		for ; li > 0; li-- {
 			s := levels[li]
-			if d%s == 0 && d+s-1 <= uint32(to) {
+			if d%s == 0 && d+s-1 <= uint32(to) && m.usable(li, d/s) {
 				break
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,8 +190,11 @@ func appendLog(t *testing.T, db *kv.DB, recs []kv.SearchRecord) {
 	t.Helper()
 	for len(recs) > 0 {
 		n := min(len(recs), 512) // the demand writer's group size
-		if err := db.AppendSearchesWith(recs[:n], report.Rollup); err != nil {
+		if err := db.AppendSearches(recs[:n]); err != nil {
 			t.Fatal(err)
+		}
+		if k, err := db.RollupSearches(n, report.Rollup); err != nil || k != n {
+			t.Fatalf("rolled up %d of %d: %v", k, n, err)
 		}
 		recs = recs[n:]
 	}
@@ -276,4 +280,111 @@ func TestRollupsEqualRecountOfLog(t *testing.T) {
 	if got, _ := report.Demand(db, "a.test", w, 200); got.Appearances != 0 {
 		t.Fatalf("after pruning 500 days ahead: %d appearances remain", got.Appearances)
 	}
+}
+
+// TestBuiltBlocksEqualSearchBySearch: blocks of 8 and 64 days built from
+// their days once complete (Compact, as the demand writer runs it hourly)
+// give the same reports as blocks counted search by search (a store from
+// before the marks), and both equal a recount of the log. The log is fed
+// day by day over 150 days, with a store that starts without marks and
+// gets them mid-way, and with stragglers: records of days whose blocks are
+// already built, appended last.
+func TestBuiltBlocksEqualSearchBySearch(t *testing.T) {
+	open := func() *kv.DB {
+		db, err := kv.Open(t.TempDir(), kv.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	perSearch, built := open(), open()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	const days = 150
+	rng := rand.New(rand.NewPCG(3, 4))
+	log := randomLog(rng, 6000, days, now)
+	stragglers := randomLog(rng, 300, days-10, now.Add(-5*24*time.Hour))
+	compact := func(at time.Time) int {
+		n, err := report.Compact(built, at, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	blocks := 0
+	for day := report.DayOf(now) - days; day <= report.DayOf(now); day++ {
+		var today []kv.SearchRecord
+		for len(log) > 0 && report.DayOf(log[0].Time) == day {
+			today, log = append(today, log[0]), log[1:]
+		}
+		if day == report.DayOf(now)-days+30 {
+			compact(day.Time()) // the upgrade: marks from here on
+		}
+		if day > report.DayOf(now)-days+30 {
+			blocks += compact(day.Time().Add(time.Hour))
+		}
+		appendLog(t, perSearch, today)
+		appendLog(t, built, today)
+	}
+	if blocks < 10 {
+		t.Fatalf("only %d blocks built over %d days", blocks, days)
+	}
+	appendLog(t, perSearch, stragglers)
+	appendLog(t, built, stragglers)
+	checkAgainstRecount(t, built, now, days)
+
+	today := report.DayOf(now)
+	for _, from := range []report.Day{today - days, today - 129, today - 64, today - 40, today - 8, today} {
+		for _, to := range []report.Day{today - 64, today - 9, today - 1, today} {
+			if to < from {
+				continue
+			}
+			for _, probe := range []bool{false, true} {
+				w := report.Window{From: from, To: to, IncludeProbe: probe}
+				for _, domain := range domains {
+					a, err := report.Demand(perSearch, domain, w, 200)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, err := report.Demand(built, domain, w, 200)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(comparable(a), comparable(b)) {
+						t.Fatalf("%s %v: per search %+v\nbuilt %+v", domain, w, a, b)
+					}
+				}
+				za, na, err := report.ZeroResultQueries(perSearch, w, []string{"weather", "maps", "rain", "pdf"}, 50)
+				if err != nil {
+					t.Fatal(err)
+				}
+				zb, nb, err := report.ZeroResultQueries(built, w, []string{"weather", "maps", "rain", "pdf"}, 50)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if na != nb || !reflect.DeepEqual(zeroCounts(za), zeroCounts(zb)) {
+					t.Fatalf("zero-result texts %v: per search %d %+v\nbuilt %d %+v", w, na, za, nb, zb)
+				}
+			}
+		}
+	}
+}
+
+// zeroCounts is what a zero-result list counts, by normalized text, for
+// the texts that name a category by a word. A text that names one only
+// by a filter value is left out: a block counted search by search keeps
+// the filter values of its first search, a built block those of all its
+// days (up to 16), so it matches in more blocks.
+func zeroCounts(zs []report.ZeroQuery) map[string]int64 {
+	out := map[string]int64{}
+	for _, z := range zs {
+		norm := strings.ToLower(strings.Join(strings.Fields(z.Text), " "))
+		for _, word := range strings.Fields(norm) {
+			if slices.Contains(z.Matched, word) {
+				out[norm] += z.Searches
+				break
+			}
+		}
+	}
+	return out
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestReportRollupsSurviveAKill: searches are logged at once and counted
+// into the publisher reports' rollups later, in batches; a kill -9 between
+// the two must not lose them from the reports. After a restart on the same
+// data dir, /demand counts every search the log holds (/stats counts the
+// log in the transaction that appends it), not one more or less.
+func TestReportRollupsSurviveAKill(t *testing.T) {
+	data := t.TempDir()
+	args := []string{"registry", "--data", data, "--registry-addr", "127.0.0.1:0", "--registry-rate-limit", "off"}
+	p := startSelf(t, []string{"registry"}, args...)
+	reg := p.url("registry")
+
+	var first struct {
+		Results []struct {
+			Identifier string `json:"identifier"`
+		} `json:"results"`
+	}
+	search(t, reg, &first)
+	if len(first.Results) == 0 {
+		t.Fatal("the default corpus has no weather forecast entry")
+	}
+	domain := strings.SplitN(strings.TrimPrefix(first.Results[0].Identifier, "urn:air:"), ":", 2)[0]
+	const n = 120
+	for range n - 1 {
+		search(t, reg, nil)
+	}
+	// Every search is in the log (a few ms), then the kill, well inside
+	// the second the rollups trail the log by.
+	deadline := time.Now().Add(5 * time.Second)
+	for logged(t, reg) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("/stats counts %d searches of %d after 5 s", logged(t, reg), n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	counted := demandSearches(t, reg, domain)
+	p.stop(t, syscall.SIGKILL)
+	t.Logf("before the kill: %d logged, %d counted in the rollups", n, counted)
+
+	p = startSelf(t, []string{"registry"}, args...)
+	defer p.stop(t, syscall.SIGTERM)
+	reg = p.url("registry")
+	if got := logged(t, reg); got != n {
+		t.Fatalf("after the restart /stats counts %d searches, want %d", got, n)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		got := demandSearches(t, reg, domain)
+		if got == n {
+			break
+		}
+		if got > n || time.Now().After(deadline) {
+			t.Fatalf("after the restart /demand?domain=%s counts %d searches, the log %d", domain, got, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func search(t *testing.T, reg string, v any) {
+	t.Helper()
+	if status, _ := call(t, http.MethodPost, reg+"/search", "", `{"query":{"text":"weather forecast"},"federation":"none"}`, nil, v); status != 200 {
+		t.Fatalf("search: %d", status)
+	}
+}
+
+func logged(t *testing.T, reg string) int {
+	var s struct {
+		Searches struct {
+			Total int `json:"total"`
+		} `json:"searches"`
+	}
+	getJSON(t, reg+"/stats?days=7", &s)
+	return s.Searches.Total
+}
+
+func demandSearches(t *testing.T, reg, domain string) int {
+	var d struct {
+		Searches int `json:"searches"`
+	}
+	getJSON(t, reg+"/demand?domain="+domain+"&days=7", &d)
+	return d.Searches
+}
