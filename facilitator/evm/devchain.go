@@ -263,7 +263,7 @@ func (d *DevChain) WaitMined(ctx context.Context, hash common.Hash) (*types.Rece
 		if err == nil {
 			return r, nil
 		}
-		if !errors.Is(err, ethereum.NotFound) {
+		if !receiptNotYet(err) {
 			return nil, err
 		}
 		select {

@@ -103,3 +103,40 @@ func TestNetworkOpenRefusesAWrongChainOrToken(t *testing.T) {
 		}
 	}
 }
+
+// indexingBackend answers receipt look-ups as a geth node does while it
+// indexes its transactions (after a start, or on the simulated chain just
+// after a block), for the first few calls.
+type indexingBackend struct {
+	evm.Backend
+	left atomic.Int32
+}
+
+func (b *indexingBackend) TransactionReceipt(ctx context.Context, h common.Hash) (*types.Receipt, error) {
+	if b.left.Add(-1) >= 0 {
+		return nil, errors.New("transaction indexing is in progress")
+	}
+	return b.Backend.TransactionReceipt(ctx, h)
+}
+
+// TestReceiptWhileTheNodeIndexes: "transaction indexing is in progress" is
+// no receipt yet, not a failure; the receipt is read once the node has it.
+func TestReceiptWhileTheNodeIndexes(t *testing.T) {
+	d := mustDevChain(t)
+	b := &indexingBackend{Backend: d.Client}
+	n, err := evm.Open(context.Background(), evm.NetworkConfig{
+		Name: "eip155:1337", Backend: b, Asset: d.Asset.Hex(), SignerKeys: []*ecdsa.PrivateKey{d.SignerKey},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	hash := common.HexToHash("0x" + strings.Repeat("ab", 32)).Hex()
+	b.left.Store(1)
+	if found, _, err := n.Receipt(context.Background(), hash); err != nil || found {
+		t.Fatalf("while indexing: found=%v err=%v, want not yet and no error", found, err)
+	}
+	if found, _, err := n.Receipt(context.Background(), hash); err != nil || found {
+		t.Fatalf("an unknown transaction: found=%v err=%v", found, err)
+	}
+}

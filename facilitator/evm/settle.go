@@ -217,13 +217,21 @@ func (n *Network) Receipt(ctx context.Context, hash string) (found, success bool
 		return false, false, fmt.Errorf("evm: %s: %q is not a transaction hash", n.id, hash)
 	}
 	r, err := n.backend.TransactionReceipt(ctx, common.HexToHash(hash))
-	if errors.Is(err, ethereum.NotFound) {
+	if receiptNotYet(err) {
 		return false, false, nil
 	}
 	if err != nil {
 		return false, false, fmt.Errorf("evm: %s: receipt %s: %w", n.id, hash, redact(err, n.rpcURL))
 	}
 	return true, r.Status == types.ReceiptStatusSuccessful, nil
+}
+
+// receiptNotYet reports whether a receipt look-up's error means no receipt
+// yet: not found, or a geth node still indexing its transactions (after a
+// start, or on the simulated chain just after a block), which answers
+// "transaction indexing is in progress" for a receipt it may have.
+func receiptNotYet(err error) bool {
+	return errors.Is(err, ethereum.NotFound) || err != nil && strings.Contains(err.Error(), "transaction indexing is in progress")
 }
 
 // AuthorizationUsed reads authorizationState(from, nonce) on the asset.
