@@ -27,24 +27,27 @@ type fakeChain struct {
 
 	calls atomic.Int64 // every Chain method call
 
-	mu           sync.Mutex
-	unavailable  string
-	autoMine     bool
-	localNonce   uint64             // the nonce manager's next nonce
-	accountNonce uint64             // next nonce the chain accepts (mined count)
-	pool         map[string]*fakeTx // broadcast, not mined, by hash
-	receipts     map[string]bool    // mined: hash → success
-	authUsed     map[string]bool
-	balances     map[string]*big.Int // lower-case address → balance
-	transfers    int                 // successful transfers mined
-	broadcasts   int                 // transactions accepted into the pool
-	prepares     int                 // transactions signed
-	balanceReads int
-	simulations  int
-	resyncs      int
-	replacements int
-	fills        int
-	genesis      string
+	mu             sync.Mutex
+	unavailable    string
+	autoMine       bool
+	localNonce     uint64             // the nonce manager's next nonce
+	accountNonce   uint64             // next nonce the chain accepts (mined count)
+	pool           map[string]*fakeTx // broadcast, not mined, by hash
+	receipts       map[string]bool    // mined: hash → success
+	authUsed       map[string]bool
+	balances       map[string]*big.Int // lower-case address → balance
+	transfers      int                 // successful transfers mined
+	broadcasts     int                 // transactions accepted into the pool
+	prepares       int                 // transactions signed
+	balanceReads   int
+	simulations    int
+	resyncs        int
+	replacements   int
+	fills          int
+	genesis        string
+	blocks         uint64 // blocks mined: each mine that included something
+	heads          int    // Head calls
+	receiptBatches int    // Receipts calls
 	// simulationAge backdates every simulation, to exercise the worker's
 	// fresh simulation of a stale one.
 	simulationAge time.Duration
@@ -315,6 +318,12 @@ func (c *fakeChain) mine() {
 }
 
 func (c *fakeChain) mineLocked() {
+	included := false
+	defer func() {
+		if included {
+			c.blocks++
+		}
+	}()
 	for progressed := true; progressed; {
 		progressed = false
 		for h, tx := range c.pool {
@@ -323,7 +332,7 @@ func (c *fakeChain) mineLocked() {
 			}
 			delete(c.pool, h)
 			c.accountNonce++
-			progressed = true
+			progressed, included = true, true
 			if tx.authID == "" {
 				c.receipts[h] = true
 				continue
@@ -368,6 +377,7 @@ func (c *fakeChain) burnNonce() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.accountNonce++
+	c.blocks++
 }
 
 func (c *fakeChain) PayerBalance(ctx context.Context, req *x402.PaymentRequest) (*big.Int, error) {
@@ -387,6 +397,32 @@ func (c *fakeChain) Receipt(ctx context.Context, hash string) (bool, bool, error
 	defer c.mu.Unlock()
 	ok, found := c.receipts[hash]
 	return found, ok, nil
+}
+
+func (c *fakeChain) Head(ctx context.Context) (uint64, error) {
+	c.calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.heads++
+	return c.blocks, nil
+}
+
+func (c *fakeChain) Receipts(ctx context.Context, hashes []string) ([]settle.ReceiptStatus, error) {
+	c.calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.receiptBatches++
+	out := make([]settle.ReceiptStatus, len(hashes))
+	for i, h := range hashes {
+		out[i].Success, out[i].Found = c.receipts[h]
+	}
+	return out, nil
 }
 
 func (c *fakeChain) AuthorizationUsed(ctx context.Context, req *x402.PaymentRequest) (bool, error) {
