@@ -115,21 +115,27 @@ func (e *Engine) watch(n *network) {
 	w := n.receipts
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	last := time.Now() // when the last head read started
 	for {
 		if w.idle() {
 			select {
 			case <-w.wake:
+				last = time.Now()
 			case <-e.ctx.Done():
 				return
 			}
 		}
+		// The step runs from the start of the last read, so a slow node
+		// (reads taking longer than the step) is read back to back rather
+		// than a step after each answer.
 		usual := n.inclusionTime(e.opts.ReceiptPoll)
-		timer.Reset(min(max(usual/8, minReceiptPoll), maxReceiptPoll))
+		timer.Reset(time.Until(last.Add(min(max(usual/8, minReceiptPoll), maxReceiptPoll))))
 		select {
 		case <-timer.C:
 		case <-e.ctx.Done():
 			return
 		}
+		last = time.Now()
 		ctx, cancel := e.chainCtx()
 		h, err := n.chain.Head(ctx)
 		cancel()
