@@ -48,6 +48,10 @@ type fakeChain struct {
 	blocks         uint64 // blocks mined: each mine that included something
 	heads          int    // Head calls
 	receiptBatches int    // Receipts calls
+	// failReceipts, when set, is what Receipts answers (the node's
+	// receipt reads failing); failedReads counts those answers.
+	failReceipts error
+	failedReads  int
 	// simulationAge backdates every simulation, to exercise the worker's
 	// fresh simulation of a stale one.
 	simulationAge time.Duration
@@ -418,6 +422,10 @@ func (c *fakeChain) Receipts(ctx context.Context, hashes []string) ([]settle.Rec
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.receiptBatches++
+	if c.failReceipts != nil {
+		c.failedReads++
+		return nil, c.failReceipts
+	}
 	out := make([]settle.ReceiptStatus, len(hashes))
 	for i, h := range hashes {
 		out[i].Success, out[i].Found = c.receipts[h]

@@ -153,25 +153,44 @@ func (e *Engine) watch(n *network) {
 		ctx, cancel = e.chainCtx()
 		rs, err := n.chain.Receipts(ctx, hashes)
 		cancel()
-		if err != nil || len(rs) != len(hashes) {
-			if e.ctx.Err() == nil {
-				e.log.Debug("receipt watcher: read receipts", "network", n.id, "count", len(hashes), "err", err)
-			}
-			continue
+		failed := ws
+		if err == nil && len(rs) == len(hashes) {
+			failed = deliver(ws, sets, rs)
+		} else if e.ctx.Err() == nil {
+			e.log.Debug("receipt watcher: read receipts", "network", n.id, "count", len(hashes), "err", err)
 		}
-		deliver(ws, sets, rs)
+		// A failed read is tried again soon, not at the next block: the
+		// block it was for has come already.
+		w.lookAgain(failed, time.Now().Add(min(usual, maxReceiptPoll)))
 	}
 }
 
-// deliver hands each waiter the receipt of its transactions, if any. rs
-// holds the answers for sets flattened in order; an error on one hash
-// leaves that waiter to its next look unless another of its hashes mined.
-func deliver(ws []*waiter, sets [][]string, rs []ReceiptStatus) {
+// lookAgain has ws looked for at the latest at t.
+func (w *receiptWatch) lookAgain(ws []*waiter, t time.Time) {
+	if len(ws) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, wt := range ws {
+		if t.Before(wt.nextLook) {
+			wt.nextLook = t
+		}
+	}
+}
+
+// deliver hands each waiter the receipt of its transactions, if any, and
+// returns the waiters whose read failed (an error on one of its hashes and
+// none mined). rs holds the answers for sets flattened in order.
+func deliver(ws []*waiter, sets [][]string, rs []ReceiptStatus) (failed []*waiter) {
 	i := 0
 	for k, wt := range ws {
 		set := sets[k]
-		hash, found, success, _ := pick(set, rs[i:i+len(set)])
+		hash, found, success, err := pick(set, rs[i:i+len(set)])
 		i += len(set)
+		if err != nil {
+			failed = append(failed, wt)
+		}
 		if found {
 			select {
 			case wt.found <- receiptFound{hash: hash, success: success}:
@@ -179,6 +198,7 @@ func deliver(ws []*waiter, sets [][]string, rs []ReceiptStatus) {
 			}
 		}
 	}
+	return failed
 }
 
 // pick chooses the outcome among the receipts of one intent's transactions:

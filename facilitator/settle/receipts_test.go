@@ -2,6 +2,7 @@ package settle_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -69,5 +70,37 @@ func TestReceiptWatcherOneBatchPerBlock(t *testing.T) {
 	c.mu.Unlock()
 	if idle > 1 {
 		t.Errorf("the watcher read the head %d times in 50 ms with nothing waiting", idle)
+	}
+}
+
+// A receipt read that fails after a block came is tried again at the next
+// step, not left for the next block (an on-demand chain may mine none) or
+// the one-second fallback: the settlement finishes well inside a receipt
+// timeout of half a second.
+func TestReceiptWatcherRetriesAFailedRead(t *testing.T) {
+	c := newFakeChain()
+	c.fund(payerA, 5000)
+	c.autoMine = false
+	e, _ := newTestEngine(t, "", settle.Options{SettleTimeout: 10 * time.Second, ReceiptTimeout: 500 * time.Millisecond}, c)
+	done := make(chan x402.SettleResponse, 1)
+	body := newPayment(70).body(t)
+	go func() {
+		resp, _, err := e.Settle(context.Background(), body, "")
+		if err != nil {
+			t.Errorf("settle: %v", err)
+		}
+		done <- resp
+	}()
+	waitFor(t, func() bool { return c.poolSize() == 1 })
+	c.mu.Lock()
+	c.failReceipts = errors.New("node overloaded")
+	c.mu.Unlock()
+	c.mine()
+	waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.failedReads > 0 })
+	c.mu.Lock()
+	c.failReceipts = nil
+	c.mu.Unlock()
+	if resp := <-done; !resp.Success {
+		t.Fatalf("settle = %+v, want success: the failed read was not tried again in time", resp)
 	}
 }
