@@ -526,9 +526,12 @@ func TestSettleRunWithARefusedTransaction(t *testing.T) {
 	for i := range n {
 		bodies = append(bodies, newPayment(byte(100+i)).body(t))
 	}
-	// Hold the first broadcast until every payment is simulated, so the
-	// rest reach the worker together, as one run.
-	c.beforeBroadcast = func() {
+	// Hold the first signature until every payment is simulated, so the
+	// rest reach the worker together, as the one run after the first. (A
+	// hold on the first broadcast let the worker sign a further run while
+	// the refused batch was in flight, which is then signed again by
+	// design, and the count below flaked.)
+	c.beforeSign = func() {
 		for deadline := time.Now().Add(5 * time.Second); c.simulated() < n && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}

@@ -71,6 +71,9 @@ type fakeChain struct {
 	refusedAuth   string
 	// refuse, when set, may refuse one transaction (by its authorization).
 	refuse func(authID string) error
+	// beforeSign runs once, at the start of the first Sign, without c.mu
+	// held.
+	beforeSign func()
 	// beforeBroadcast runs once, at the start of the first Broadcast,
 	// without c.mu held.
 	beforeBroadcast func()
@@ -193,6 +196,12 @@ func (c *fakeChain) Simulate(ctx context.Context, req *x402.PaymentRequest) (*se
 func (c *fakeChain) Sign(ctx context.Context, t *settle.Transfer) (*settle.Tx, error) {
 	c.calls.Add(1)
 	c.mu.Lock()
+	if hook := c.beforeSign; hook != nil {
+		c.beforeSign = nil
+		c.mu.Unlock()
+		hook()
+		c.mu.Lock()
+	}
 	var m map[string]any
 	if err := json.Unmarshal(t.Data, &m); err != nil {
 		c.mu.Unlock()
