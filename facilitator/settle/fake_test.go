@@ -52,6 +52,10 @@ type fakeChain struct {
 	// receipt reads failing); failedReads counts those answers.
 	failReceipts error
 	failedReads  int
+	// sentAuth holds the authorizations with a transaction the pool took;
+	// signedAfterSent counts transactions signed for one of them.
+	sentAuth        map[string]bool
+	signedAfterSent int
 	// simulationAge backdates every simulation, to exercise the worker's
 	// fresh simulation of a stale one.
 	simulationAge time.Duration
@@ -98,6 +102,7 @@ func newFakeChain() *fakeChain {
 	return &fakeChain{
 		id: "eip155:84532", v1: "base-sepolia", autoMine: true,
 		pool: map[string]*fakeTx{}, receipts: map[string]bool{}, authUsed: map[string]bool{}, balances: map[string]*big.Int{},
+		sentAuth: map[string]bool{},
 	}
 }
 
@@ -210,6 +215,9 @@ func (c *fakeChain) Sign(ctx context.Context, t *settle.Transfer) (*settle.Tx, e
 	nonce := c.localNonce
 	c.localNonce++
 	c.prepares++
+	if a, _ := m["auth"].(string); a != "" && c.sentAuth[a] {
+		c.signedAfterSent++
+	}
 	m["nonce"] = nonce
 	raw, _ := json.Marshal(m)
 	sum := sha256.Sum256(raw)
@@ -295,6 +303,9 @@ func (c *fakeChain) Broadcast(ctx context.Context, tx *settle.Tx) error {
 	}
 	c.pool[ftx.hash] = ftx
 	c.broadcasts++
+	if ftx.authID != "" {
+		c.sentAuth[ftx.authID] = true
+	}
 	if c.autoMine {
 		c.mineLocked()
 	}
