@@ -28,9 +28,10 @@ const settleProfile = "ARDX_E2E_SETTLE_PROFILE"
 // --dev: two rounds of 800 fresh payments from 32 payers, 8 closed-loop
 // clients, ardx alone on the chain. Each round logs its rate and latency,
 // the round's change in the settlement stage and RPC metrics (from
-// /metrics), and the CPU seconds ardx and geth spent per settlement (from
-// /proc), then checks exactly one Transfer per successful settle. Nothing
-// is asserted about speed (DESIGN: speed targets live in benchmarks).
+// /metrics), the CPU seconds ardx and geth spent per settlement (from
+// /proc) and the settlements per block geth sealed, then checks exactly
+// one Transfer per successful settle. Nothing is asserted about speed
+// (DESIGN: speed targets live in benchmarks).
 func TestSettleProfileOnGeth(t *testing.T) {
 	if os.Getenv(settleProfile) != "1" {
 		t.Skipf("set %s=1 to profile the settle path on geth --dev (about a minute)", settleProfile)
@@ -59,10 +60,18 @@ func TestSettleProfileOnGeth(t *testing.T) {
 		next := env.settleFeed(t, payers, merchant, value, 800)
 		before := scrape(t, url)
 		c0a, c0g := cpuOf(p.cmd.Process.Pid), cpuOf(env.chain.cmd.Process.Pid)
+		b0, err := env.chain.client.BlockNumber(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		r := closedLoop(ctx, hc, url+"/settle", 8, 60*time.Second, next, settleOK)
 		after := scrape(t, url)
 		c1a, c1g := cpuOf(p.cmd.Process.Pid), cpuOf(env.chain.cmd.Process.Pid)
-		t.Logf("CPU per settle: ardx %.2f ms, geth %.2f ms", (c1a-c0a)*1000/float64(r.ok), (c1g-c0g)*1000/float64(r.ok))
+		b1, err := env.chain.client.BlockNumber(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("CPU per settle: ardx %.2f ms, geth %.2f ms; %.2f settles per block", (c1a-c0a)*1000/float64(r.ok), (c1g-c0g)*1000/float64(r.ok), float64(r.ok)/float64(max(b1-b0, 1)))
 		t.Logf("round %d: %d ok %d failed in %v: %.1f/s p50 %v p99 %v first failure %s", round, r.ok, r.failed, r.elapsed, r.rate(), percentile(r.latencies, 50), percentile(r.latencies, 99), r.firstFailure)
 		if r.failed > 0 {
 			t.Errorf("round %d: %d of %d settles failed; first: %s", round, r.failed, r.ok+r.failed, r.firstFailure)

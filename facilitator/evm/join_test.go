@@ -139,4 +139,10 @@ func TestReceiptWhileTheNodeIndexes(t *testing.T) {
 	if found, _, err := n.Receipt(context.Background(), hash); err != nil || found {
 		t.Fatalf("an unknown transaction: found=%v err=%v", found, err)
 	}
+	// The receipt watcher's batch read says the same.
+	b.left.Store(1)
+	rs, err := n.Receipts(context.Background(), []string{hash, hash})
+	if err != nil || len(rs) != 2 || rs[0].Found || rs[0].Err != nil || rs[1].Found || rs[1].Err != nil {
+		t.Fatalf("batch while indexing: %+v %v, want two not-yet answers without errors", rs, err)
+	}
 }

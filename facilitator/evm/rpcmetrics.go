@@ -168,3 +168,57 @@ func (m meteredBackend) SendTransactions(ctx context.Context, txs []*types.Trans
 	}
 	return errs, nil
 }
+
+// BlockNumber reads the number of the node's latest block: eth_blockNumber
+// where the backend has it, else the latest header's number.
+func (m meteredBackend) BlockNumber(ctx context.Context) (uint64, error) {
+	start := time.Now()
+	if bn, ok := m.b.(interface {
+		BlockNumber(context.Context) (uint64, error)
+	}); ok {
+		v, err := bn.BlockNumber(ctx)
+		m.observe("eth_blockNumber", start, err)
+		return v, err
+	}
+	h, err := m.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	return h.Number.Uint64(), nil
+}
+
+// TransactionReceipts reads the receipts of hashes in one JSON-RPC batch of
+// eth_getTransactionReceipt and returns one receipt (nil while the
+// transaction is not mined) and one error per hash; err is the batch's own
+// failure. A backend without a JSON-RPC client asks one by one. The batch is
+// observed once, as eth_getTransactionReceipt_batch.
+func (m meteredBackend) TransactionReceipts(ctx context.Context, hashes []common.Hash) ([]*types.Receipt, []error, error) {
+	rs, errs := make([]*types.Receipt, len(hashes)), make([]error, len(hashes))
+	rc, ok := m.b.(rawClient)
+	if !ok || rc.Client() == nil {
+		for i, h := range hashes {
+			rs[i], errs[i] = m.TransactionReceipt(ctx, h)
+			if errors.Is(errs[i], ethereum.NotFound) {
+				errs[i] = nil
+			}
+		}
+		return rs, errs, nil
+	}
+	start := time.Now()
+	batch := make([]rpc.BatchElem, len(hashes))
+	for i, h := range hashes {
+		batch[i] = rpc.BatchElem{Method: "eth_getTransactionReceipt", Args: []any{h}, Result: &rs[i]}
+	}
+	err := rc.Client().BatchCallContext(ctx, batch)
+	m.observe("eth_getTransactionReceipt_batch", start, err)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, b := range batch {
+		errs[i] = b.Error
+		if b.Error != nil {
+			rpcErrors.WithLabelValues(m.network, "eth_getTransactionReceipt").Inc()
+		}
+	}
+	return rs, errs, nil
+}

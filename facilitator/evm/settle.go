@@ -234,6 +234,68 @@ func receiptNotYet(err error) bool {
 	return errors.Is(err, ethereum.NotFound) || err != nil && strings.Contains(err.Error(), "transaction indexing is in progress")
 }
 
+// Head returns the number of the node's latest block.
+func (n *Network) Head(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	var (
+		v   uint64
+		err error
+	)
+	if bn, ok := n.backend.(interface {
+		BlockNumber(context.Context) (uint64, error)
+	}); ok {
+		v, err = bn.BlockNumber(ctx)
+	} else {
+		var h *types.Header
+		if h, err = n.backend.HeaderByNumber(ctx, nil); err == nil {
+			v = h.Number.Uint64()
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("evm: %s: latest block number: %w", n.id, redact(err, n.rpcURL))
+	}
+	return v, nil
+}
+
+// Receipts reports the outcome of each of hashes as Receipt does, asked in
+// one JSON-RPC batch where the backend allows it.
+func (n *Network) Receipts(ctx context.Context, hashes []string) ([]settle.ReceiptStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	hs := make([]common.Hash, len(hashes))
+	for i, h := range hashes {
+		if _, err := hexutil.Decode(h); err != nil || len(h) != 66 {
+			return nil, fmt.Errorf("evm: %s: %q is not a transaction hash", n.id, h)
+		}
+		hs[i] = common.HexToHash(h)
+	}
+	out := make([]settle.ReceiptStatus, len(hashes))
+	br, ok := n.backend.(interface {
+		TransactionReceipts(context.Context, []common.Hash) ([]*types.Receipt, []error, error)
+	})
+	if !ok {
+		for i, h := range hashes {
+			out[i].Found, out[i].Success, out[i].Err = n.Receipt(ctx, h)
+		}
+		return out, nil
+	}
+	rs, errs, err := br.TransactionReceipts(ctx, hs)
+	if err != nil {
+		return nil, fmt.Errorf("evm: %s: receipts: %w", n.id, redact(err, n.rpcURL))
+	}
+	for i, r := range rs {
+		switch {
+		case receiptNotYet(errs[i]):
+		case errs[i] != nil:
+			out[i].Err = fmt.Errorf("evm: %s: receipt %s: %w", n.id, hashes[i], redact(errs[i], n.rpcURL))
+		case r != nil:
+			out[i].Found, out[i].Success = true, r.Status == types.ReceiptStatusSuccessful
+		}
+	}
+	return out, nil
+}
+
 // AuthorizationUsed reads authorizationState(from, nonce) on the asset.
 func (n *Network) AuthorizationUsed(ctx context.Context, req *x402.PaymentRequest) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.timeout)

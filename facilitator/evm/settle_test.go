@@ -50,6 +50,19 @@ func TestSettleMovesExactlyTheAmountOnce(t *testing.T) {
 			if err != nil || !found || !ok {
 				t.Fatalf("Receipt = %v %v %v", found, ok, err)
 			}
+			// The watcher's view: the head moved past the transaction's
+			// block, and one batch tells a mined hash from an unknown one.
+			if now, err := d.Network.Head(ctx); err != nil || now <= head {
+				t.Fatalf("Head = %d, %v; want past %d", now, err, head)
+			}
+			unknown := "0x" + strings.Repeat("ab", 32)
+			rs, err := d.Network.Receipts(ctx, []string{unknown, tx.Hash})
+			if err != nil || len(rs) != 2 || rs[0] != (settle.ReceiptStatus{}) || !rs[1].Found || !rs[1].Success || rs[1].Err != nil {
+				t.Fatalf("Receipts = %+v, %v", rs, err)
+			}
+			if _, err := d.Network.Receipts(ctx, []string{tx.Hash, "0x12"}); err == nil {
+				t.Fatal("Receipts took a malformed hash")
+			}
 			payerAfter, _ := d.BalanceOf(ctx, d.Payer)
 			merchantAfter, _ := d.BalanceOf(ctx, d.Merchant)
 			if diff := new(big.Int).Sub(payerBefore, payerAfter); diff.Int64() != testAmount {

@@ -41,6 +41,13 @@ type Tx struct {
 	Raw    []byte // the signed transaction, binary (types.Transaction.MarshalBinary)
 }
 
+// ReceiptStatus is what a node says of one transaction's receipt: Found is
+// false while it is not mined; Err is the node's error for this one.
+type ReceiptStatus struct {
+	Found, Success bool
+	Err            error
+}
+
 // Chain is one network the engine settles on; *evm.Network implements it.
 type Chain interface {
 	// ID returns the network's CAIP-2 id, e.g. "eip155:84532".
@@ -81,6 +88,13 @@ type Chain interface {
 	// Receipt reports a transaction's outcome; found is false while it is not
 	// mined.
 	Receipt(ctx context.Context, hash string) (found, success bool, err error)
+	// Head returns the number of the chain's latest block; the receipt
+	// watcher follows it to know when to ask for receipts.
+	Head(ctx context.Context) (uint64, error)
+	// Receipts reports the outcome of each of hashes as Receipt does, in one
+	// round trip where the node allows it (a JSON-RPC batch); err means
+	// nothing is known of any.
+	Receipts(ctx context.Context, hashes []string) ([]ReceiptStatus, error)
 	// AuthorizationUsed reads authorizationState(from, nonce) on the asset.
 	AuthorizationUsed(ctx context.Context, req *x402.PaymentRequest) (bool, error)
 	// PayerBalance reads the payer's balance of the asset at the latest

@@ -129,6 +129,13 @@ func (h *hookChain) Receipt(ctx context.Context, hash string) (bool, bool, error
 	}
 	return h.Chain.Receipt(ctx, hash)
 }
+func (h *hookChain) Receipts(ctx context.Context, hashes []string) ([]settle.ReceiptStatus, error) {
+	h.calls.Add(1)
+	if h.hideReceipts.Load() {
+		return make([]settle.ReceiptStatus, len(hashes)), nil
+	}
+	return h.Chain.Receipts(ctx, hashes)
+}
 func (h *hookChain) AuthorizationUsed(ctx context.Context, req *x402.PaymentRequest) (bool, error) {
 	h.calls.Add(1)
 	return h.Chain.AuthorizationUsed(ctx, req)

@@ -162,6 +162,9 @@ type network struct {
 	// inflight is the run whose transactions are on their way to the node;
 	// the worker alone reads and writes it.
 	inflight *sendOp
+	// receipts finds the receipts of the settlements broadcast and not yet
+	// mined (receipts.go).
+	receipts *receiptWatch
 	// resyncs counts nonce re-reads (resync), so the worker can tell that a
 	// signer's local nonce may have moved under a run signed before.
 	resyncs atomic.Int64
@@ -241,7 +244,7 @@ func NewEngine(db *kv.DB, chains []Chain, opts Options) (*Engine, error) {
 		if c == nil {
 			return nil, errors.New("settle: nil chain")
 		}
-		n := &network{chain: c, id: c.ID(), queue: make(chan *job, queueSize), debts: map[string]*debt{}}
+		n := &network{chain: c, id: c.ID(), queue: make(chan *job, queueSize), debts: map[string]*debt{}, receipts: newReceiptWatch()}
 		if n.id == "" {
 			return nil, errors.New("settle: chain with empty id")
 		}
@@ -262,6 +265,11 @@ func NewEngine(db *kv.DB, chains []Chain, opts Options) (*Engine, error) {
 		go func() {
 			defer e.workers.Done()
 			e.work(n)
+		}()
+		e.workers.Add(1)
+		go func() {
+			defer e.workers.Done()
+			e.watch(n)
 		}()
 	}
 	return e, nil

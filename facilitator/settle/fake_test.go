@@ -27,24 +27,35 @@ type fakeChain struct {
 
 	calls atomic.Int64 // every Chain method call
 
-	mu           sync.Mutex
-	unavailable  string
-	autoMine     bool
-	localNonce   uint64             // the nonce manager's next nonce
-	accountNonce uint64             // next nonce the chain accepts (mined count)
-	pool         map[string]*fakeTx // broadcast, not mined, by hash
-	receipts     map[string]bool    // mined: hash → success
-	authUsed     map[string]bool
-	balances     map[string]*big.Int // lower-case address → balance
-	transfers    int                 // successful transfers mined
-	broadcasts   int                 // transactions accepted into the pool
-	prepares     int                 // transactions signed
-	balanceReads int
-	simulations  int
-	resyncs      int
-	replacements int
-	fills        int
-	genesis      string
+	mu             sync.Mutex
+	unavailable    string
+	autoMine       bool
+	localNonce     uint64             // the nonce manager's next nonce
+	accountNonce   uint64             // next nonce the chain accepts (mined count)
+	pool           map[string]*fakeTx // broadcast, not mined, by hash
+	receipts       map[string]bool    // mined: hash → success
+	authUsed       map[string]bool
+	balances       map[string]*big.Int // lower-case address → balance
+	transfers      int                 // successful transfers mined
+	broadcasts     int                 // transactions accepted into the pool
+	prepares       int                 // transactions signed
+	balanceReads   int
+	simulations    int
+	resyncs        int
+	replacements   int
+	fills          int
+	genesis        string
+	blocks         uint64 // blocks mined: each mine that included something
+	heads          int    // Head calls
+	receiptBatches int    // Receipts calls
+	// failReceipts, when set, is what Receipts answers (the node's
+	// receipt reads failing); failedReads counts those answers.
+	failReceipts error
+	failedReads  int
+	// sentAuth holds the authorizations with a transaction the pool took;
+	// signedAfterSent counts transactions signed for one of them.
+	sentAuth        map[string]bool
+	signedAfterSent int
 	// simulationAge backdates every simulation, to exercise the worker's
 	// fresh simulation of a stale one.
 	simulationAge time.Duration
@@ -64,6 +75,9 @@ type fakeChain struct {
 	refusedAuth   string
 	// refuse, when set, may refuse one transaction (by its authorization).
 	refuse func(authID string) error
+	// beforeSign runs once, at the start of the first Sign, without c.mu
+	// held.
+	beforeSign func()
 	// beforeBroadcast runs once, at the start of the first Broadcast,
 	// without c.mu held.
 	beforeBroadcast func()
@@ -88,6 +102,7 @@ func newFakeChain() *fakeChain {
 	return &fakeChain{
 		id: "eip155:84532", v1: "base-sepolia", autoMine: true,
 		pool: map[string]*fakeTx{}, receipts: map[string]bool{}, authUsed: map[string]bool{}, balances: map[string]*big.Int{},
+		sentAuth: map[string]bool{},
 	}
 }
 
@@ -186,6 +201,12 @@ func (c *fakeChain) Simulate(ctx context.Context, req *x402.PaymentRequest) (*se
 func (c *fakeChain) Sign(ctx context.Context, t *settle.Transfer) (*settle.Tx, error) {
 	c.calls.Add(1)
 	c.mu.Lock()
+	if hook := c.beforeSign; hook != nil {
+		c.beforeSign = nil
+		c.mu.Unlock()
+		hook()
+		c.mu.Lock()
+	}
 	var m map[string]any
 	if err := json.Unmarshal(t.Data, &m); err != nil {
 		c.mu.Unlock()
@@ -194,6 +215,9 @@ func (c *fakeChain) Sign(ctx context.Context, t *settle.Transfer) (*settle.Tx, e
 	nonce := c.localNonce
 	c.localNonce++
 	c.prepares++
+	if a, _ := m["auth"].(string); a != "" && c.sentAuth[a] {
+		c.signedAfterSent++
+	}
 	m["nonce"] = nonce
 	raw, _ := json.Marshal(m)
 	sum := sha256.Sum256(raw)
@@ -279,6 +303,9 @@ func (c *fakeChain) Broadcast(ctx context.Context, tx *settle.Tx) error {
 	}
 	c.pool[ftx.hash] = ftx
 	c.broadcasts++
+	if ftx.authID != "" {
+		c.sentAuth[ftx.authID] = true
+	}
 	if c.autoMine {
 		c.mineLocked()
 	}
@@ -315,6 +342,12 @@ func (c *fakeChain) mine() {
 }
 
 func (c *fakeChain) mineLocked() {
+	included := false
+	defer func() {
+		if included {
+			c.blocks++
+		}
+	}()
 	for progressed := true; progressed; {
 		progressed = false
 		for h, tx := range c.pool {
@@ -323,7 +356,7 @@ func (c *fakeChain) mineLocked() {
 			}
 			delete(c.pool, h)
 			c.accountNonce++
-			progressed = true
+			progressed, included = true, true
 			if tx.authID == "" {
 				c.receipts[h] = true
 				continue
@@ -368,6 +401,7 @@ func (c *fakeChain) burnNonce() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.accountNonce++
+	c.blocks++
 }
 
 func (c *fakeChain) PayerBalance(ctx context.Context, req *x402.PaymentRequest) (*big.Int, error) {
@@ -387,6 +421,36 @@ func (c *fakeChain) Receipt(ctx context.Context, hash string) (bool, bool, error
 	defer c.mu.Unlock()
 	ok, found := c.receipts[hash]
 	return found, ok, nil
+}
+
+func (c *fakeChain) Head(ctx context.Context) (uint64, error) {
+	c.calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.heads++
+	return c.blocks, nil
+}
+
+func (c *fakeChain) Receipts(ctx context.Context, hashes []string) ([]settle.ReceiptStatus, error) {
+	c.calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.receiptBatches++
+	if c.failReceipts != nil {
+		c.failedReads++
+		return nil, c.failReceipts
+	}
+	out := make([]settle.ReceiptStatus, len(hashes))
+	for i, h := range hashes {
+		out[i].Success, out[i].Found = c.receipts[h]
+	}
+	return out, nil
 }
 
 func (c *fakeChain) AuthorizationUsed(ctx context.Context, req *x402.PaymentRequest) (bool, error) {

@@ -498,26 +498,17 @@ func (e *Engine) chainGone(n *network, f *flight, rec *kv.Settlement, now string
 }
 
 // receipt looks for a receipt of every transaction broadcast for the
-// intent; a successful one wins (only one can move the money: the
-// authorization is spent by it).
+// intent, in one round trip; a successful one wins (see pick).
 func (e *Engine) receipt(ctx context.Context, n *network, in *kv.SettlementIntent) (hash string, found, success bool, err error) {
-	for _, h := range in.Hashes() {
-		ok, succ, rerr := n.chain.Receipt(ctx, h)
-		if rerr != nil {
-			err = rerr
-			continue
-		}
-		if ok && (!found || succ) {
-			hash, found, success = h, true, succ
-			if succ {
-				return hash, true, true, nil
-			}
-		}
+	hashes := in.Hashes()
+	rs, err := n.chain.Receipts(ctx, hashes)
+	if err != nil {
+		return "", false, false, err
 	}
-	if found {
-		return hash, found, success, nil
+	if len(rs) != len(hashes) {
+		return "", false, false, fmt.Errorf("settle: %s: %d receipts for %d transactions", n.id, len(rs), len(hashes))
 	}
-	return "", false, false, err
+	return pick(hashes, rs)
 }
 
 // fillGap sends a transaction that moves nothing at every nonce of signer
@@ -628,13 +619,11 @@ func (e *Engine) resolveUnbroadcast(ctx context.Context, n *network, f *flight, 
 	}
 }
 
-// awaitReceipt polls for rec's receipt and records the outcome; after
-// ReceiptTimeout the settlement stays pending. The polls follow the
-// network's recent inclusion time: the first comes at three quarters of it
-// and the next every eighth of it (1 ms to 1 s), growing once the wait runs
-// past four times the usual. A node that mines on demand is asked within a
-// millisecond or two of mining, and Base's two-second blocks cost a handful
-// of calls per settlement.
+// awaitReceipt waits for rec's receipt, found by the network's receipt
+// watcher (receipts.go), and records the outcome; after ReceiptTimeout the
+// settlement stays pending. The watcher first looks at the next block, or
+// at three quarters of the network's recent inclusion time if no block
+// comes. A transaction without a receipt for StuckAfter is unstuck.
 func (e *Engine) awaitReceipt(n *network, f *flight, rec *kv.Settlement) {
 	if f.req != nil {
 		defer e.paid(n, f.req)
@@ -642,47 +631,47 @@ func (e *Engine) awaitReceipt(n *network, f *flight, rec *kv.Settlement) {
 	sent := time.Now()
 	lastSend, attempts := sent, 0
 	deadline := sent.Add(e.opts.ReceiptTimeout)
-	usual := n.inclusionTime(e.opts.ReceiptPoll)
-	step := min(max(usual/8, minReceiptPoll), maxReceiptPoll)
-	timer := time.NewTimer(usual * 3 / 4)
+	w := n.receipts.add(rec.Intent.Hashes(), n.inclusionTime(e.opts.ReceiptPoll)*3/4)
+	defer n.receipts.remove(w)
+	timer := time.NewTimer(e.opts.StuckAfter)
 	defer timer.Stop()
+	found := func(r receiptFound) {
+		if attempts == 0 {
+			n.observeInclusion(time.Since(sent))
+		}
+		observeStage(n.id, "receipt", sent)
+		e.settleByReceipt(n, f, rec, r.hash, r.success)
+	}
 	for {
+		timer.Reset(max(min(time.Until(lastSend.Add(e.opts.StuckAfter)), time.Until(deadline)), minReceiptPoll))
 		select {
+		case r := <-w.found:
+			found(r)
+			return
 		case <-timer.C:
 		case <-e.ctx.Done():
 			e.finishPending(f)
 			return
 		}
-		ctx, cancel := e.chainCtx()
-		hash, found, success, err := e.receipt(ctx, n, rec.Intent)
-		cancel()
-		switch {
-		case err == nil && found:
-			if attempts == 0 {
-				n.observeInclusion(time.Since(sent))
-			}
-			observeStage(n.id, "receipt", sent)
-			e.settleByReceipt(n, f, rec, hash, success)
+		select {
+		case r := <-w.found: // came with the timer
+			found(r)
 			return
-		case err != nil && e.ctx.Err() == nil:
-			e.log.Debug("poll receipt", "network", n.id, "tx", rec.Intent.TxHash, "err", err)
+		default:
 		}
 		if time.Now().After(deadline) {
 			e.log.Warn("no receipt within the receipt timeout; settlement stays pending", "network", n.id, "body", f.key, "tx", rec.Intent.TxHash)
 			e.finishPending(f)
 			return
 		}
-		if time.Since(lastSend) > e.opts.StuckAfter && e.ctx.Err() == nil {
+		if time.Since(lastSend) >= e.opts.StuckAfter && e.ctx.Err() == nil {
 			attempts++
 			if e.unstick(n, f, rec, attempts) {
 				return
 			}
 			lastSend = time.Now()
+			n.receipts.setHashes(w, rec.Intent.Hashes())
 		}
-		if time.Since(sent) > 4*usual {
-			step = min(step*2, maxReceiptPoll)
-		}
-		timer.Reset(step)
 	}
 }
 
