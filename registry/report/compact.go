@@ -180,8 +180,7 @@ func buildDomainBlock(rb kv.Reports, kind byte, domain string, li uint8, b, c0, 
 	if err := deleteAll(rb, countKey(kind, domain, li, b)); err != nil {
 		return err
 	}
-	w := rollupWriter{rb: rb, entries: map[string]*entryVal{}, queries: map[string]*queryVal{},
-		domains: map[string]*domainVal{}, zeros: map[string]*zeroVal{}, counts: map[string]int64{}}
+	w := newRollupWriter(rb)
 	cl := li - 1
 	texts := int64(0)
 	err := childRange(rb, kind, domain, cl, c0, c1, func(rest, raw []byte) error {
@@ -235,8 +234,7 @@ func buildZeroBlock(rb kv.Reports, li uint8, b, c0, c1 uint32) error {
 	if err := deleteAll(rb, countKey(kindZero, "", li, b)); err != nil {
 		return err
 	}
-	w := rollupWriter{rb: rb, entries: map[string]*entryVal{}, queries: map[string]*queryVal{},
-		domains: map[string]*domainVal{}, zeros: map[string]*zeroVal{}, counts: map[string]int64{}}
+	w := newRollupWriter(rb)
 	cl := li - 1
 	texts := int64(0)
 	for c := c0; c <= c1; c++ {

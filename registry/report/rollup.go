@@ -208,15 +208,19 @@ func PublisherOf(id string) string {
 // it inside the transaction that appends recs (kv.AppendSearchesWith), so
 // the rollups and the log never diverge. Private results are not counted.
 func Rollup(recs []kv.SearchRecord, rb kv.Reports) error {
-	w := rollupWriter{rb: rb, entries: map[string]*entryVal{}, queries: map[string]*queryVal{},
-		domains: map[string]*domainVal{}, zeros: map[string]*zeroVal{}, counts: map[string]int64{},
-		marks: readMarks(rb)}
+	w := newRollupWriter(rb)
+	w.marks = readMarks(rb)
 	for i := range recs {
 		if err := w.add(&recs[i]); err != nil {
 			return err
 		}
 	}
 	return w.flush()
+}
+
+func newRollupWriter(rb kv.Reports) *rollupWriter {
+	return &rollupWriter{rb: rb, entries: map[string]*entryVal{}, queries: map[string]*queryVal{},
+		domains: map[string]*domainVal{}, zeros: map[string]*zeroVal{}, counts: map[string]int64{}}
 }
 
 type rollupWriter struct {
