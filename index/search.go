@@ -401,20 +401,27 @@ func idf(n, df uint64) float64 {
 // whose descriptions answered the request (docs/decisions.md).
 const nameFullTerms = 4
 
-// leafBoost is the query boost of a term in text field fi whose idf there
-// is leafIDF, termIDF being its idf over the doc (from its largest df over
-// the fields), in a query of terms terms. Bleve scores a leaf
-// boost·leafIDF² (times the query norm and the term-frequency part); the
-// boost makes that the field's boost (for the name, softened in long
-// queries) times termIDF^idfPower. The plan's Bleve query and the ranker
-// both use it, so their scores agree.
-func leafBoost(fi int, leafIDF, termIDF float64, terms int) float64 {
+// fieldWeight is the weight of text field fi in a query of terms terms
+// (words found in the index): the field's boost, and for the name field
+// past nameFullTerms that boost times (nameFullTerms/terms)².
+func fieldWeight(fi, terms int) float64 {
 	b := textFields[fi].boost
 	if textFields[fi].name == fieldName && terms > nameFullTerms {
 		share := float64(nameFullTerms) / float64(terms)
 		b *= share * share
 	}
-	return b * math.Pow(termIDF, idfPower) / (leafIDF * leafIDF)
+	return b
+}
+
+// leafBoost is the query boost of a term in text field fi whose idf there
+// is leafIDF, termIDF being its idf over the doc (from its largest df over
+// the fields), in a query of terms terms. Bleve scores a leaf
+// boost·leafIDF² (times the query norm and the term-frequency part); the
+// boost makes that the field's weight times termIDF^idfPower. The plan's
+// Bleve query (facets, counts) and the ranker's Bleve form
+// (Index.bleveScoring) use it, so their scores agree.
+func leafBoost(fi int, leafIDF, termIDF float64, terms int) float64 {
+	return fieldWeight(fi, terms) * math.Pow(termIDF, idfPower) / (leafIDF * leafIDF)
 }
 
 func disjunction(qs []query.Query) query.Query {
