@@ -375,14 +375,14 @@ func (p *textPlan) query() query.Query {
 	return bq
 }
 
-// idfPower is the power of a term's idf in its score. Bleve's BM25 weighs
-// a term by idf twice (in the query weight and in the doc score), so a rare
-// word a request mentions in passing outweighs the words that name the
-// operation; a query boost brings it down to idf^idfPower. 1 is textbook
-// BM25; 1.5 measured best (docs/decisions.md). The idf is the term's, not
-// the field's (as in BM25F): "find" is rare among names but common in
-// text, and a name-field idf made every tool named "find" outrank the
-// tools a request that says "find" is about.
+// idfPower is the power of a term's idf in its score (W_t, rank.go). 1 is
+// textbook BM25; Bleve's weighs a term by idf twice, so a rare word a
+// request mentions in passing outweighs the words that name the
+// operation; 1.5 measured best, in Bleve's form and in BM25F
+// (docs/decisions.md). The idf is the term's, not the field's (as in
+// BM25F): "find" is rare among names but common in text, and a name-field
+// idf made every tool named "find" outrank the tools a request that says
+// "find" is about.
 const idfPower = 1.5
 
 // idf is BM25's inverse document frequency of a term in df of n docs, as
