@@ -38,7 +38,7 @@ import (
 //	term(t, d)      = W_t · x·(k1 + 1) / (k1 + x),  x = Σ leaves of t matching d
 //	W_t             = idf_t^idfPower / sqrt(Σ over the query's terms of idf^(2·idfPower))
 //	idf_t           = ln(1 + (N − df + 0.5) / (df + 0.5))     (the term's largest df over the fields)
-//	w_f             = fieldWeight(f, query terms) (search.go)
+//	w_f             = fieldWeight(f, softenedTerms) (search.go)
 //	avgLen          = ceil(field cardinality / N)
 //	group(G, d)     = Σ terms of G matching d · sqrt(terms matching / terms of G)
 //	score(d)        = group(must, d) + group(should, d)
@@ -291,7 +291,7 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 			l := &t.leaves[li]
 			l.df = qt.df[li]
 			l.idf = idf(p.docs, l.df)
-			l.boost = fieldWeight(fi, len(p.terms))
+			l.boost = fieldWeight(fi, p.softenedTerms())
 			if rk.bleve {
 				l.boost = leafBoost(fi, l.idf, idf(p.docs, qt.maxDF), len(p.terms))
 			}

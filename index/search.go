@@ -528,3 +528,15 @@ const dfCacheSize = 20000
 // maxCachedTermBytes keeps a hostile query's giant tokens out of the term
 // statistics cache (20,000 of them must stay small).
 const maxCachedTermBytes = 128
+
+// softenedTerms is the query length the name field's weight is softened
+// by: the plan's terms, or 0 (no softening) below cutoffMinDocs docs. In a
+// registry of a few hundred entries a name that shares a word with a long
+// request is one of few and says much; among thousands, one-word name
+// hits crowd out the entries whose descriptions answer it.
+func (p *textPlan) softenedTerms() int {
+	if p.docs < cutoffMinDocs {
+		return 0
+	}
+	return len(p.terms)
+}
