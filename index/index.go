@@ -164,11 +164,11 @@ type Index struct {
 	calMu sync.Mutex // held while recalibrating
 	cal   atomic.Pointer[calibration]
 
-	// termCoordination scales a term's score by the share of its fields
-	// that match, as Bleve's disjunction over them does. Off in use (see
-	// rank.go); the tests that compare the ranker with Bleve's searchers
-	// turn it on before the first search.
-	termCoordination bool
+	// bleveScoring makes the ranker score as Bleve's searchers do for the
+	// plan's query (rank.go) instead of BM25F. Off in use; the tests that
+	// compare the ranker with Bleve's searchers turn it on before the
+	// first search.
+	bleveScoring bool
 }
 
 // Options tune OpenWith.

@@ -60,20 +60,22 @@ var keywordFields = []string{
 	fieldIdentityType, fieldAttestation,
 }
 
-// textFields lists the full-text fields and their query-time boosts (bleve
-// has no index-time boost). The name is short and chosen by the publisher,
-// so a hit there says most, and it keeps a field of its own: its own term
-// statistics and length norm are what make a name hit stand out (folding
-// it into fieldSearch with a weight saturated the term frequency and cost
-// relevance). Everything else shares fieldSearch, so a query term is two
+// textFields lists the full-text fields and their BM25F weights (applied at
+// query time: bleve has no index-time boost). The name is short and chosen
+// by the publisher, so a hit there says most, and it keeps a field of its
+// own: its own length norm is what makes a name hit stand out (folding it
+// into fieldSearch with a weight saturated the term frequency and cost
+// relevance); a term's weighted frequencies in both fields saturate once
+// (rank.go), so a word in the name and the description counts little more
+// than in either. Everything else shares fieldSearch, so a query term is two
 // posting lists rather than a disjunction over five fields, which cost most
 // of a query's time.
 var textFields = []struct {
 	name  string
 	boost float64
 }{
-	{fieldName, 1.5},
-	{fieldSearch, 1.0},
+	{fieldName, 2},
+	{fieldSearch, 1},
 }
 
 // Weights within fieldSearch. A source's weight multiplies the frequencies

@@ -19,9 +19,10 @@ import (
 // Walking Bleve's postings costs tens of nanoseconds a step and an Advance
 // within a chunk decodes every posting it skips; rankText probes the long
 // lists of common terms at scattered docs. So a leaf's postings are decoded
-// once per index snapshot into two arrays, doc numbers and the BM25 doc
-// score each posting gives before the query weight (Bleve's
-// TermQueryScorer.docScore: idf·tf·k1/(tf+k1·(1−b+b·len/avgLen))), and
+// once per index snapshot into two arrays, doc numbers and what each
+// posting gives before the query weight: its field-normalised term
+// frequency (fieldTF, BM25F), or with Index.bleveScoring Bleve's
+// TermQueryScorer.docScore (idf·tf·k1/(tf+k1·(1−b+b·len/avgLen))); and
 // kept in a bounded cache for the queries that follow: an Advance is then
 // a galloping search, a score one multiplication.
 //
@@ -40,7 +41,7 @@ const postingCacheBytes = 48 << 20
 // decoded is one leaf's postings in one snapshot.
 type decoded struct {
 	docs []uint32
-	s    []float64 // Bleve's docScore of each posting
+	s    []float64 // fieldTF (or Bleve's docScore) of each posting
 	// top holds the positions of the champions, the postings with the
 	// largest s (at most champions of them), best first; tail is the
 	// largest s of the others (0 when there are none).
@@ -210,8 +211,9 @@ func snapshotKey(r bleveindex.IndexReader, gen uint64) string {
 	return b.String()
 }
 
-// decode walks a leaf's postings once.
-func decode(ctx context.Context, r bleveindex.IndexReader, term string, field string, idf, avg float64) (*decoded, error) {
+// decode walks a leaf's postings once: fieldTF of each posting, or with
+// bleve Bleve's docScore (idf being the term's in the field).
+func decode(ctx context.Context, r bleveindex.IndexReader, term string, field string, idf, avg float64, bleve bool) (*decoded, error) {
 	tfr, err := r.TermFieldReader(ctx, []byte(term), field, true, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("index: search: %w", err)
@@ -237,7 +239,10 @@ func decode(ctx context.Context, r bleveindex.IndexReader, term string, field st
 		if num > math.MaxUint32 {
 			return nil, fmt.Errorf("index: search: doc number %d out of range", num)
 		}
-		s := docScore(idf, next.Freq, next.Norm, avg)
+		s := fieldTF(next.Freq, next.Norm, avg)
+		if bleve {
+			s = docScore(idf, next.Freq, next.Norm, avg)
+		}
 		d.docs = append(d.docs, uint32(num))
 		d.s = append(d.s, s)
 	}
@@ -252,4 +257,14 @@ func docScore(idf float64, freq uint64, norm, avg float64) float64 {
 	fieldLength := 1 / (norm * norm)
 	return idf * (tf * search.BM25_k1) /
 		(tf + search.BM25_k1*(1-search.BM25_b+(search.BM25_b*fieldLength/avg)))
+}
+
+// fieldTF is BM25F's normalised term frequency of a posting: the square
+// root of its frequency (as Bleve, so the repeated keywords of fieldSearch
+// count less than linearly) over the field's length norm
+// (1 − b + b·len/avgLen), with Bleve's b. The ranker adds a term's fieldTFs
+// over the fields, weighted, and saturates the sum once (term.sat).
+func fieldTF(freq uint64, norm, avg float64) float64 {
+	fieldLength := 1 / (norm * norm)
+	return math.Sqrt(float64(freq)) / (1 - search.BM25_b + search.BM25_b*fieldLength/avg)
 }

@@ -18,8 +18,7 @@ import (
 //
 // Bleve scores every doc that matches a query: for a few words that are
 // each in a few percent of a 100k-doc index, tens of thousands of docs, to
-// return ten. rankText returns the same hits, with the same scores and the
-// same order of ties, as Bleve's searchers over the query textQuery builds,
+// return ten. rankText scores the docs the query textQuery builds matches,
 // but skips the docs that cannot reach the page, by MaxScore (Turtle and
 // Flood, 1995) over leaves, a leaf being one term in one field: every leaf
 // has an upper bound on what it can add to a doc's score; once the page is
@@ -33,32 +32,41 @@ import (
 // skips. Before the walk, seed scores the docs most likely to make the
 // page, so that pruning bites from the start (see there).
 //
-// The score it computes is Bleve's (v2.6.1), term for term:
+// The score is BM25F (Robertson et al., 2004) over the two text fields:
 //
-//	leaf(t, f, d)   = idf · sqrt(freq)·k1 / (sqrt(freq) + k1·(1 − b + b·len/avgLen))
-//	                  · boost · idf · qnorm
-//	idf             = ln(1 + (N − df + 0.5) / (df + 0.5))     (df of t in field f)
-//	boost           = leafBoost(f, idf, the term's idf, query terms) (search.go)
+//	leaf(t, f, d)   = w_f · sqrt(freq) / (1 − b + b·len/avgLen)   (fieldTF, postings.go)
+//	term(t, d)      = W_t · x·(k1 + 1) / (k1 + x),  x = Σ leaves of t matching d
+//	W_t             = idf_t^idfPower / sqrt(Σ over the query's terms of idf^(2·idfPower))
+//	idf_t           = ln(1 + (N − df + 0.5) / (df + 0.5))     (the term's largest df over the fields)
+//	w_f             = fieldWeight(f, softenedTerms) (search.go)
 //	avgLen          = ceil(field cardinality / N)
-//	qnorm           = 1 / sqrt(Σ over every leaf of (boost · idf)²)
-//	term(t, d)      = Σ leaves of t matching d
-//	group(G, d)     = Σ terms of G matching d · (terms matching / terms of G)
+//	group(G, d)     = Σ terms of G matching d · sqrt(terms matching / terms of G)
 //	score(d)        = group(must, d) + group(should, d)
 //
-// a doc matching at least one must term. One difference from Bleve: Bleve
-// also scales term(t, d) by the share of t's leaves that match (its
-// disjunction over the fields), which halved a term a doc has only in its
-// text next to a doc that also has it in its name, and so made name hits
-// outweigh what a request describes (docs/decisions.md);
-// Index.termCoordination restores it. With it, sums run in the order
-// Bleve's disjunction searchers add them (clauses sorted by posting
-// count), so scores agree to the bit on amd64; a test compares the two on
-// hundreds of queries, and the search fuzz target compares pruned with
-// unpruned rankings in the form in use. A bound is the same sums with every leaf not yet looked at
-// counted as matching at its bound, coordination factors included.
+// a doc matching at least one must term; k1 1.2 and b 0.75 are Bleve's.
+// A term saturates once over the fields, so a word in both the name and
+// the description counts little more than in either, and the square root
+// of the coordination factor rewards docs that answer more of a request
+// without letting one that scatters over its generic words outrank the
+// one that answers half of a request of two intents (docs/decisions.md).
 //
-// A leaf's bound is its query weight (boost · idf · qnorm) times the
-// largest doc score in its decoded postings (postings.go), or, once its
+// With Index.bleveScoring the score is Bleve's (v2.6.1), term for term,
+// for the query textQuery builds: leaf(t, f, d) = idf·sqrt(freq)·k1 /
+// (sqrt(freq) + k1·(1 − b + b·len/avgLen)) · boost·idf·qnorm (idf of t in
+// f, boost = leafBoost, qnorm = 1/sqrt(Σ over every leaf of (boost·idf)²)),
+// term(t, d) = Σ leaves · (leaves matching / leaves of t), group
+// coordination without the square root, sums in the order Bleve's
+// disjunction searchers add them (clauses sorted by posting count), so
+// scores agree to the bit on amd64; tests compare the two on hundreds of
+// queries, so the pruning machinery is checked against Bleve's searchers,
+// and the search fuzz target compares pruned with unpruned rankings in
+// the form in use. A bound is the same sums with every leaf not yet
+// looked at counted as matching at its bound, saturation and coordination
+// factors included (both grow with what they are given, so a bound stays
+// one).
+//
+// A leaf's bound is its query weight (w_f; boost · idf · qnorm in Bleve's
+// form) times the largest value in its decoded postings (postings.go), or, once its
 // champions are seeded, the largest of the others.
 
 // pruneSlack keeps the bounds, summed in another order than the scores,
@@ -176,8 +184,8 @@ func gallop(docs []uint32, from int, d uint64) int {
 	return lo
 }
 
-// score is the current posting's score, as Bleve's TermQueryScorer.Score
-// computes it: the doc score times the query weight.
+// score is the current posting's score: its decoded value times the query
+// weight (in Bleve's form, as its TermQueryScorer.Score computes it).
 func (l *leaf) score() float64 { return l.scoreAt(l.pos) }
 
 // scoreAt is the score of the posting at position p.
@@ -186,13 +194,28 @@ func (l *leaf) scoreAt(p int) float64 { return l.list.s[p] * l.qw }
 // term is one query term: its leaves, in the order Bleve sums them.
 type term struct {
 	leaves []leaf
-	coord  bool // Index.termCoordination
+	bleve  bool    // Index.bleveScoring
+	w      float64 // W_t (BM25F)
+}
+
+// BM25F's saturation constant (Bleve's BM25 k1).
+const bm25K1 = 1.2
+
+// sat is the term's score for a sum x of its leaves (BM25F), or x itself
+// in Bleve's form, scaled there by the share k of its leaves that match
+// (or may); sat grows with x.
+func (t *term) sat(x float64, k int) float64 {
+	if t.bleve {
+		if f := len(t.leaves); f > 1 {
+			return x * (float64(k) / float64(f))
+		}
+		return x
+	}
+	return t.w * x * (bm25K1 + 1) / (bm25K1 + x)
 }
 
 // score is the term's score at d, its leaves having been looked at there:
-// their sum, scaled (with coord, as Bleve's disjunction over the term's
-// fields does) by the share of them that match; ok is false when no leaf
-// matches.
+// sat of their sum; ok is false when no leaf matches.
 func (t *term) score(d uint64) (sum float64, ok bool) {
 	n := 0
 	for i := range t.leaves {
@@ -201,10 +224,10 @@ func (t *term) score(d uint64) (sum float64, ok bool) {
 			n++
 		}
 	}
-	if n > 0 && len(t.leaves) > 1 && t.coord {
-		sum = sum * (float64(n) / float64(len(t.leaves)))
+	if n == 0 {
+		return 0, false
 	}
-	return sum, n > 0
+	return t.sat(sum, n), true
 }
 
 // ranker is one rankText run.
@@ -216,12 +239,23 @@ type ranker struct {
 	gates        gates // for the walk
 	seedGates    gates // for the seeding
 	count        bool
+	bleve        bool // Index.bleveScoring
 }
 
 // leafRef names terms[t].leaves[l].
 type leafRef struct{ t, l int }
 
 func (rk *ranker) leaf(r leafRef) *leaf { return &rk.terms[r.t].leaves[r.l] }
+
+// gain is the most leaf r can add to a doc's score on its own: its bound,
+// through its term's saturation in BM25F (leaves of different terms are
+// compared by it).
+func (rk *ranker) gain(r leafRef) float64 {
+	if rk.bleve {
+		return rk.leaf(r).ub
+	}
+	return rk.terms[r.t].sat(rk.leaf(r).ub, 1)
+}
 
 func (rk *ranker) close() {
 	rk.gates.close()
@@ -231,6 +265,7 @@ func (rk *ranker) close() {
 // open sets up the leaves, their weights and bounds.
 func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader, p *textPlan, count, wrapped bool) error {
 	rk.count = count
+	rk.bleve = ix.bleveScoring
 	br, ok := r.(bleveindex.BM25Reader)
 	if !ok {
 		return fmt.Errorf("index: search: reader has no BM25 statistics")
@@ -251,18 +286,21 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		qt := &p.terms[ti]
 		t := &rk.terms[ti]
 		t.leaves = make([]leaf, len(qt.fields))
-		t.coord = ix.termCoordination
+		t.bleve = rk.bleve
 		for li, fi := range qt.fields {
 			l := &t.leaves[li]
 			l.df = qt.df[li]
 			l.idf = idf(p.docs, l.df)
-			l.boost = leafBoost(fi, l.idf, idf(p.docs, qt.maxDF), len(p.terms))
+			l.boost = fieldWeight(fi, p.softenedTerms())
+			if rk.bleve {
+				l.boost = leafBoost(fi, l.idf, idf(p.docs, qt.maxDF), len(p.terms))
+			}
 			key := leafKey{qt.term, fi}
 			if snap != "" {
 				l.list = ix.postings.get(snap, key)
 			}
 			if l.list == nil {
-				list, err := decode(ctx, r, qt.term, textFields[fi].name, l.idf, avg[fi])
+				list, err := decode(ctx, r, qt.term, textFields[fi].name, l.idf, avg[fi], rk.bleve)
 				if err != nil {
 					return err
 				}
@@ -292,12 +330,27 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 	sort.Sort(termsByCount{rk.should, counts})
 
 	qnorm := rk.queryNorm(wrapped)
+	if !rk.bleve {
+		sum := 0.0
+		for ti := range rk.terms {
+			t := &rk.terms[ti]
+			t.w = math.Pow(idf(p.docs, p.terms[ti].maxDF), idfPower)
+			sum += t.w * t.w
+		}
+		for ti := range rk.terms {
+			rk.terms[ti].w /= math.Sqrt(sum)
+		}
+	}
 	for ti := range rk.terms {
 		for li := range rk.terms[ti].leaves {
 			l := &rk.terms[ti].leaves[li]
-			l.qw = l.boost * l.idf * qnorm
-			if qnorm == 0 {
+			switch {
+			case !rk.bleve:
+				l.qw = l.boost
+			case qnorm == 0:
 				l.qw = 1
+			default:
+				l.qw = l.boost * l.idf * qnorm
 			}
 			l.ub = l.list.best() * l.qw
 			rk.order = append(rk.order, leafRef{ti, li})
@@ -307,17 +360,18 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		if c := len(rk.leaf(b).list.docs) - len(rk.leaf(a).list.docs); c != 0 {
 			return c
 		}
-		return cmpFloat(rk.leaf(a).ub, rk.leaf(b).ub)
+		return cmpFloat(rk.gain(a), rk.gain(b))
 	})
 	rk.opt.init(rk)
 	return nil
 }
 
-// queryNorm is 1/sqrt of the sum of the leaves' squared weights
-// (boost·idf)², added up as Bleve's searchers add their Weight()s: per term,
-// then per group, then must plus should. A query of a single leaf is
-// Bleve's bare term searcher, which applies no norm (0 here) unless a
-// boolean (filters, hidden docs) wraps it.
+// queryNorm is Bleve's query norm (Bleve's form only): 1/sqrt of the sum
+// of the leaves' squared weights (boost·idf)², added up as Bleve's
+// searchers add their Weight()s: per term, then per group, then must plus
+// should. A query of a single leaf is Bleve's bare term searcher, which
+// applies no norm (0 here) unless a boolean (filters, hidden docs) wraps
+// it.
 func (rk *ranker) queryNorm(wrapped bool) float64 {
 	weight := func(ti int) float64 {
 		sum := 0.0
@@ -533,7 +587,7 @@ const seedWork = 1024
 // beat it on index order, so bounds are compared strictly.
 func (rk *ranker) seed(best *page, n int) ([]uint32, uint64, error) {
 	byBound := slices.Clone(rk.order)
-	slices.SortStableFunc(byBound, func(a, b leafRef) int { return cmpFloat(rk.leaf(b).ub, rk.leaf(a).ub) })
+	slices.SortStableFunc(byBound, func(a, b leafRef) int { return cmpFloat(rk.gain(b), rk.gain(a)) })
 	var seeds []uint32
 	budget := seedWork / max(1, len(rk.order))
 	var all, tops []leafRef
@@ -618,7 +672,7 @@ func (rk *ranker) pick(theta float64, ess, probe []leafRef) ([]leafRef, []leafRe
 			ess = append(ess, r)
 		}
 	}
-	slices.SortStableFunc(probe, func(a, b leafRef) int { return cmpFloat(rk.leaf(b).ub, rk.leaf(a).ub) })
+	slices.SortStableFunc(probe, func(a, b leafRef) int { return cmpFloat(rk.gain(b), rk.gain(a)) })
 	return ess, probe
 }
 
@@ -735,6 +789,7 @@ type optimist struct {
 
 	group []int  // per term: 0 must, 1 should
 	size  [2]int // terms per group
+	bleve bool   // Bleve's coordination (no square root)
 }
 
 func (o *optimist) init(rk *ranker) {
@@ -746,6 +801,7 @@ func (o *optimist) init(rk *ranker) {
 		o.group[ti] = 1
 	}
 	o.size = [2]int{len(rk.must), len(rk.should)}
+	o.bleve = rk.bleve
 }
 
 // base records the non-essential leaves, and the state start returns to.
@@ -842,42 +898,47 @@ func (o *optimist) with(rk *ranker, r leafRef) float64 {
 		gn[g]++
 	}
 	gsum[g] += termBound(rk, t, o.sum[t]+o.ub[t]+rk.leaf(r).ub, k+1) - o.termBounds[t]
-	b, _ := combine(gsum, gn, o.size)
+	b, _ := combine(gsum, gn, o.size, o.bleve)
 	return b
 }
 
 // bound is the bound on the doc's score; ok is false when no must term can
 // match.
-func (o *optimist) bound() (float64, bool) { return combine(o.gsum, o.gn, o.size) }
+func (o *optimist) bound() (float64, bool) { return combine(o.gsum, o.gn, o.size, o.bleve) }
 
 // combine adds up the groups' term sums as Bleve's boolean searcher does,
 // each scaled by its coordination factor: gn[g] of the size[g] terms of
 // group g match. ok is false when no must term matches.
-func combine(gsum [2]float64, gn, size [2]int) (float64, bool) {
+func combine(gsum [2]float64, gn, size [2]int, bleve bool) (float64, bool) {
 	if gn[0] == 0 {
 		return 0, false
 	}
 	b := gsum[0]
 	if size[0] > 1 {
-		b *= float64(gn[0]) / float64(size[0])
+		b *= coordination(gn[0], size[0], bleve)
 	}
 	if gn[1] > 0 {
 		s := gsum[1]
 		if size[1] > 1 {
-			s *= float64(gn[1]) / float64(size[1])
+			s *= coordination(gn[1], size[1], bleve)
 		}
 		b += s
 	}
 	return b, true
 }
 
-// termBound is term t's bound with ub summed over k of its leaves, scaled
-// by its coordination factor.
-func termBound(rk *ranker, t int, ub float64, k int) float64 {
-	if f := len(rk.terms[t].leaves); f > 1 && rk.terms[t].coord {
-		return ub * (float64(k) / float64(f))
+// coordination is the factor of a group of size terms of which n match:
+// sqrt(n/size), or n/size in Bleve's form.
+func coordination(n, size int, bleve bool) float64 {
+	if bleve {
+		return float64(n) / float64(size)
 	}
-	return ub
+	return math.Sqrt(float64(n) / float64(size))
+}
+
+// termBound is term t's bound with ub summed over k of its leaves.
+func termBound(rk *ranker, t int, ub float64, k int) float64 {
+	return rk.terms[t].sat(ub, k)
 }
 
 // score adds up the leaves' scores at d, where they were looked at, as
@@ -903,7 +964,7 @@ func (rk *ranker) groupScore(idx []int, d uint64) (float64, bool) {
 		}
 	}
 	if n > 0 && len(idx) > 1 {
-		sum = sum * (float64(n) / float64(len(idx)))
+		sum = sum * coordination(n, len(idx), rk.bleve)
 	}
 	return sum, n > 0
 }

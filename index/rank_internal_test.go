@@ -139,7 +139,7 @@ func TestRankTextMatchesBleve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix.termCoordination = true // Bleve's scoring: the oracle's
+	ix.bleveScoring = true // Bleve's scoring: the oracle's
 	defer ix.Close()
 	// A fixed seed keeps CI deterministic; 30 random seeds passed when
 	// this was written (set ARDX_RANK_SEED to try another).
@@ -245,7 +245,7 @@ func TestRankTextUnderWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix.termCoordination = true // Bleve's scoring: the oracle's
+	ix.bleveScoring = true // Bleve's scoring: the oracle's
 	defer ix.Close()
 	rng := rand.New(rand.NewPCG(3, 5))
 	vocab := rankCorpus(t, ix, rng)
@@ -327,7 +327,7 @@ func TestRankTextTies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix.termCoordination = true // Bleve's scoring: the oracle's
+	ix.bleveScoring = true // Bleve's scoring: the oracle's
 	defer ix.Close()
 	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
 	var docs []Doc

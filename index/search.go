@@ -375,14 +375,14 @@ func (p *textPlan) query() query.Query {
 	return bq
 }
 
-// idfPower is the power of a term's idf in its score. Bleve's BM25 weighs
-// a term by idf twice (in the query weight and in the doc score), so a rare
-// word a request mentions in passing outweighs the words that name the
-// operation; a query boost brings it down to idf^idfPower. 1 is textbook
-// BM25; 1.5 measured best (docs/decisions.md). The idf is the term's, not
-// the field's (as in BM25F): "find" is rare among names but common in
-// text, and a name-field idf made every tool named "find" outrank the
-// tools a request that says "find" is about.
+// idfPower is the power of a term's idf in its score (W_t, rank.go). 1 is
+// textbook BM25; Bleve's weighs a term by idf twice, so a rare word a
+// request mentions in passing outweighs the words that name the
+// operation; 1.5 measured best, in Bleve's form and in BM25F
+// (docs/decisions.md). The idf is the term's, not the field's (as in
+// BM25F): "find" is rare among names but common in text, and a name-field
+// idf made every tool named "find" outrank the tools a request that says
+// "find" is about.
 const idfPower = 1.5
 
 // idf is BM25's inverse document frequency of a term in df of n docs, as
@@ -401,20 +401,27 @@ func idf(n, df uint64) float64 {
 // whose descriptions answered the request (docs/decisions.md).
 const nameFullTerms = 4
 
-// leafBoost is the query boost of a term in text field fi whose idf there
-// is leafIDF, termIDF being its idf over the doc (from its largest df over
-// the fields), in a query of terms terms. Bleve scores a leaf
-// boost·leafIDF² (times the query norm and the term-frequency part); the
-// boost makes that the field's boost (for the name, softened in long
-// queries) times termIDF^idfPower. The plan's Bleve query and the ranker
-// both use it, so their scores agree.
-func leafBoost(fi int, leafIDF, termIDF float64, terms int) float64 {
+// fieldWeight is the weight of text field fi in a query of terms terms
+// (words found in the index): the field's boost, and for the name field
+// past nameFullTerms that boost times (nameFullTerms/terms)².
+func fieldWeight(fi, terms int) float64 {
 	b := textFields[fi].boost
 	if textFields[fi].name == fieldName && terms > nameFullTerms {
 		share := float64(nameFullTerms) / float64(terms)
 		b *= share * share
 	}
-	return b * math.Pow(termIDF, idfPower) / (leafIDF * leafIDF)
+	return b
+}
+
+// leafBoost is the query boost of a term in text field fi whose idf there
+// is leafIDF, termIDF being its idf over the doc (from its largest df over
+// the fields), in a query of terms terms. Bleve scores a leaf
+// boost·leafIDF² (times the query norm and the term-frequency part); the
+// boost makes that the field's weight times termIDF^idfPower. The plan's
+// Bleve query (facets, counts) and the ranker's Bleve form
+// (Index.bleveScoring) use it, so their scores agree.
+func leafBoost(fi int, leafIDF, termIDF float64, terms int) float64 {
+	return fieldWeight(fi, terms) * math.Pow(termIDF, idfPower) / (leafIDF * leafIDF)
 }
 
 func disjunction(qs []query.Query) query.Query {
@@ -521,3 +528,15 @@ const dfCacheSize = 20000
 // maxCachedTermBytes keeps a hostile query's giant tokens out of the term
 // statistics cache (20,000 of them must stay small).
 const maxCachedTermBytes = 128
+
+// softenedTerms is the query length the name field's weight is softened
+// by: the plan's terms, or 0 (no softening) below cutoffMinDocs docs. In a
+// registry of a few hundred entries a name that shares a word with a long
+// request is one of few and says much; among thousands, one-word name
+// hits crowd out the entries whose descriptions answer it.
+func (p *textPlan) softenedTerms() int {
+	if p.docs < cutoffMinDocs {
+		return 0
+	}
+	return len(p.terms)
+}
