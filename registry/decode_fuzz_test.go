@@ -1,14 +1,15 @@
 package registry
 
 import (
+	"encoding/json"
 	"errors"
-	"github.com/ardx-dev/ardx/index"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/web"
 )
 
@@ -34,13 +35,11 @@ func checkProblem(t *testing.T, err error) {
 	}
 }
 
-func FuzzSearchDecode(f *testing.F) {
-	for _, s := range []string{
-		`{"query":{"text":"weather forecast tools","filter":{"type":["application/mcp-server-card+json"]}},"federation":"none","pageSize":2}`,
-		`{"query":{"text":"x","filter":{"tags":"a","metadata.k":["v"]}},"limit":100,"pageToken":"czEA"}`,
-		`{"query":{"text":""}}`, `[]`, `{"limit":1e2}`, `{"query":{"text":"a","filter":{"pay:price":{"lte":1}}}}`,
-		`{"query":{"text":"a","filter":{"pay:price":{"gt":"0.001","lte":1e-2},"maxPricePerCall":"$0.5","pay:network":["eip155:8453","tempo"],"pay:protocol":"payable","pay:verified":"live"}}}`, ``,
-	} {
+// fuzzDecode runs a decoder's fuzz target: every body is either a 400/422
+// problem, from splitting the object or from parse, or a request that
+// accepted holds valid.
+func fuzzDecode[R any](f *testing.F, seeds []string, parse func(*Service, map[string]json.RawMessage) (R, error), accepted func(*testing.T, R)) {
+	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
 	s := fuzzService(f)
@@ -50,11 +49,26 @@ func FuzzSearchDecode(f *testing.F) {
 			checkProblem(t, err)
 			return
 		}
-		req, err := s.parseSearch(httptest.NewRequest(http.MethodPost, "/search", nil), m)
+		req, err := parse(s, m)
 		if err != nil {
 			checkProblem(t, err)
 			return
 		}
+		accepted(t, req)
+	})
+}
+
+func FuzzSearchDecode(f *testing.F) {
+	seeds := []string{
+		`{"query":{"text":"weather forecast tools","filter":{"type":["application/mcp-server-card+json"]}},"federation":"none","pageSize":2}`,
+		`{"query":{"text":"x","filter":{"tags":"a","metadata.k":["v"]}},"limit":100,"pageToken":"czEA"}`,
+		`{"query":{"text":""}}`, `[]`, `{"limit":1e2}`, `{"query":{"text":"a","filter":{"pay:price":{"lte":1}}}}`,
+		`{"query":{"text":"a","filter":{"pay:price":{"gt":"0.001","lte":1e-2},"maxPricePerCall":"$0.5","pay:network":["eip155:8453","tempo"],"pay:protocol":"payable","pay:verified":"live"}}}`, ``,
+	}
+	parse := func(s *Service, m map[string]json.RawMessage) (searchRequest, error) {
+		return s.parseSearch(httptest.NewRequest(http.MethodPost, "/search", nil), m)
+	}
+	fuzzDecode(f, seeds, parse, func(t *testing.T, req searchRequest) {
 		if strings.TrimSpace(req.Text) == "" || req.Limit < 1 || req.Limit > maxSearchLimit || req.Offset < 0 || req.Offset > maxSearchOffset {
 			t.Fatalf("accepted an invalid request: %+v", req)
 		}
@@ -72,25 +86,12 @@ func FuzzSearchDecode(f *testing.F) {
 }
 
 func FuzzExploreDecode(f *testing.F) {
-	for _, s := range []string{
+	seeds := []string{
 		`{"resultType":{"facets":[{"field":"type"}]}}`, `{}`, ``, `{"resultType":"facets"}`,
 		`{"query":{"text":"w"},"resultType":{"facets":["publisher",{"field":"type","limit":3,"minCount":1}]}}`,
 		`{"resultType":{"facets":[{"field":"type","limit":-1}]}}`,
-	} {
-		f.Add([]byte(s))
 	}
-	s := fuzzService(f)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		m, err := splitObject(body, s.problems)
-		if err != nil {
-			checkProblem(t, err)
-			return
-		}
-		req, err := s.parseExplore(m)
-		if err != nil {
-			checkProblem(t, err)
-			return
-		}
+	fuzzDecode(f, seeds, (*Service).parseExplore, func(t *testing.T, req exploreRequest) {
 		if len(req.Facets) == 0 {
 			t.Fatal("accepted request asks for no facets")
 		}
