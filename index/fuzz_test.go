@@ -2,7 +2,6 @@ package index_test
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 
@@ -31,13 +30,13 @@ func FuzzSearch(f *testing.F) {
 		if uint64(len(res.Hits)) > res.Total {
 			t.Fatalf("%d hits > total %d", len(res.Hits), res.Total)
 		}
-		// Ranking with pruning (no count) returns the same page.
-		pruned, err := ix.Search(t.Context(), index.SearchRequest{Text: text, Filter: filter, Size: 20})
-		if err != nil {
-			t.Fatal(err)
+		if res.More != (uint64(len(res.Hits)) < res.Total) {
+			t.Fatalf("more %v with %d hits of %d", res.More, len(res.Hits), res.Total)
 		}
-		if !slices.Equal(pruned.Hits, res.Hits) || pruned.More != (uint64(len(res.Hits)) < res.Total) {
-			t.Fatalf("pruned %v (more %v), counted %v (total %d)", pruned.Hits, pruned.More, res.Hits, res.Total)
+		for i := 1; i < len(res.Hits); i++ {
+			if res.Hits[i].Raw > res.Hits[i-1].Raw {
+				t.Fatalf("hits out of order: %v", res.Hits)
+			}
 		}
 		for _, h := range res.Hits {
 			if h.Score < 0 || h.Score > 100 {

@@ -16,15 +16,14 @@ import (
 
 // Decoded postings.
 //
-// Walking Bleve's postings costs tens of nanoseconds a step and an Advance
-// within a chunk decodes every posting it skips; rankText probes the long
-// lists of common terms at scattered docs. So a leaf's postings are decoded
-// once per index snapshot into two arrays, doc numbers and what each
-// posting gives before the query weight: its field-normalised term
-// frequency (fieldTF, BM25F), or with Index.bleveScoring Bleve's
-// TermQueryScorer.docScore (idf·tf·k1/(tf+k1·(1−b+b·len/avgLen))); and
-// kept in a bounded cache for the queries that follow: an Advance is then
-// a galloping search, a score one multiplication.
+// Walking Bleve's postings costs tens of nanoseconds a step. So a leaf's
+// postings are decoded once per index snapshot into two arrays, doc
+// numbers and what each posting gives before the query weight: its
+// field-normalised term frequency (fieldTF, BM25F), or with
+// Index.bleveScoring Bleve's TermQueryScorer.docScore
+// (idf·tf·k1/(tf+k1·(1−b+b·len/avgLen))); and kept in a bounded cache for
+// the queries that follow: a step of the ranker is then an array read and
+// a multiplication.
 //
 // A doc's number and a leaf's scores belong to one snapshot: a write
 // changes deletions, document frequencies and lengths, a merge renumbers
@@ -42,48 +41,10 @@ const postingCacheBytes = 48 << 20
 type decoded struct {
 	docs []uint32
 	s    []float64 // fieldTF (or Bleve's docScore) of each posting
-	// top holds the positions of the champions, the postings with the
-	// largest s (at most champions of them), best first; tail is the
-	// largest s of the others (0 when there are none).
-	top  []uint32
-	tail float64
+	best float64   // the largest s
 }
 
-// best is the largest s.
-func (d *decoded) best() float64 {
-	if len(d.top) == 0 {
-		return 0
-	}
-	return d.s[d.top[0]]
-}
-
-// champions is how many of its best postings a leaf keeps at hand.
-const champions = 16
-
-func (d *decoded) bytes() int { return len(d.docs)*4 + len(d.s)*8 + len(d.top)*4 + 64 }
-
-// rank finds the champions and the tail: every posting that is not a
-// champion was turned away or pushed out by better ones.
-func (d *decoded) rank() {
-	for i, s := range d.s {
-		if len(d.top) == champions && s <= d.s[d.top[champions-1]] {
-			d.tail = max(d.tail, s)
-			continue
-		}
-		// Insert, keeping the best first and, among equals, the earliest.
-		at := len(d.top)
-		for at > 0 && d.s[d.top[at-1]] < s {
-			at--
-		}
-		if len(d.top) < champions {
-			d.top = append(d.top, 0)
-		} else {
-			d.tail = max(d.tail, d.s[d.top[champions-1]])
-		}
-		copy(d.top[at+1:], d.top[at:])
-		d.top[at] = uint32(i)
-	}
-}
+func (d *decoded) bytes() int { return len(d.docs)*4 + len(d.s)*8 + 64 }
 
 // leafKey names a leaf: a term in a text field (an index into textFields).
 type leafKey struct {
@@ -245,8 +206,8 @@ func decode(ctx context.Context, r bleveindex.IndexReader, term string, field st
 		}
 		d.docs = append(d.docs, uint32(num))
 		d.s = append(d.s, s)
+		d.best = max(d.best, s)
 	}
-	d.rank()
 	return d, nil
 }
 

@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
@@ -14,23 +16,24 @@ import (
 	bleveindex "github.com/blevesearch/bleve_index_api"
 )
 
-// Ranked text search with dynamic pruning.
+// Ranked text search, term at a time.
 //
-// Bleve scores every doc that matches a query: for a few words that are
-// each in a few percent of a 100k-doc index, tens of thousands of docs, to
-// return ten. rankText scores the docs the query textQuery builds matches,
-// but skips the docs that cannot reach the page, by MaxScore (Turtle and
-// Flood, 1995) over leaves, a leaf being one term in one field: every leaf
-// has an upper bound on what it can add to a doc's score; once the page is
-// full, a set of leaves that cannot together lift a doc to the page's
-// lowest score is "non-essential": a doc that matches only them cannot get
-// in, so their postings are no longer walked, only probed at the docs the
-// other leaves propose, and a proposed doc is dropped as soon as what it
-// has plus what it could still get falls short. Leaves rather than terms:
-// a term's name-field postings are short and can score high, its
-// text-field postings long and low, so the long ones are what pruning
-// skips. Before the walk, seed scores the docs most likely to make the
-// page, so that pruning bites from the start (see there).
+// rankText scores every doc the query textQuery builds matches, one query
+// term at a time, into a board of per-doc running sums indexed by doc
+// number (a pooled array as long as the index's doc numbers, reset after
+// use): a term's leaves (the term in each text field, decoded once per
+// index snapshot, postings.go) are merged in doc order into the term's
+// score per doc, which is added to the doc's sum of its group. The terms
+// every match must hit go first and mark the docs they reach; the common
+// terms of the relevance cutoff come after and only add to marked docs.
+// The marked docs are then visited in doc order, their scores finished
+// (coordination), filtered, and offered to a page of the best n. A step
+// is a multiplication and an addition into an array, with no bound to
+// keep and no branch on what a doc may still get, so the cost is the
+// query's postings: at 100k docs, natural-language requests touch a median
+// of 16k postings and at most about 170k, where the MaxScore walk this
+// replaced (docs/decisions.md) spent about 200 ns on each of thousands of
+// candidate docs to prune them.
 //
 // The score is BM25F (Robertson et al., 2004) over the two text fields:
 //
@@ -58,43 +61,22 @@ import (
 // coordination without the square root, sums in the order Bleve's
 // disjunction searchers add them (clauses sorted by posting count), so
 // scores agree to the bit on amd64; tests compare the two on hundreds of
-// queries, so the pruning machinery is checked against Bleve's searchers,
-// and the search fuzz target compares pruned with unpruned rankings in
-// the form in use. A bound is the same sums with every leaf not yet
-// looked at counted as matching at its bound, saturation and coordination
-// factors included (both grow with what they are given, so a bound stays
-// one).
-//
-// A leaf's bound is its query weight (w_f; boost · idf · qnorm in Bleve's
-// form) times the largest value in its decoded postings (postings.go), or, once its
-// champions are seeded, the largest of the others.
-
-// pruneSlack keeps the bounds, summed in another order than the scores,
-// safely above them.
-const pruneSlack = 1e-9
+// queries, so the board is checked against Bleve's searchers.
 
 // rankText returns the n best docs matching m (m.text non-empty), best
-// first, ties in index order, and how many matches it scored. With count
-// it prunes nothing, so that is every match.
+// first, ties in index order, and with count how many docs match (else
+// how many it scored: it stops scoring docs that cannot reach the page).
 func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m matched, n int, count bool) ([]Hit, uint64, error) {
-	p := m.text
 	rk := ranker{}
-	defer rk.close()
-	var err error
-	if err = rk.open(ctx, ix, r, p, count, m.filter != nil || m.hidden != nil); err != nil {
+	if err := rk.open(ctx, ix, r, m.text, m.filter != nil || m.hidden != nil); err != nil {
 		return nil, 0, err
 	}
-	// The walk and the seeding before it each check docs in ascending
-	// order, so each has its own gates.
-	if rk.gates, err = openGates(ctx, r, ix.bleve.Mapping(), m); err != nil {
+	g, err := openGates(ctx, r, ix.bleve.Mapping(), m)
+	if err != nil {
 		return nil, 0, err
 	}
-	if !count && n > 0 {
-		if rk.seedGates, err = openGates(ctx, r, ix.bleve.Mapping(), m); err != nil {
-			return nil, 0, err
-		}
-	}
-	hits, total, err := rk.run(ctx, n)
+	defer g.close()
+	hits, total, err := rk.run(ctx, &g, n, count)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -111,99 +93,29 @@ func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m match
 	return out, total, nil
 }
 
-// leaf walks the decoded postings of one term in one field.
+// leaf is one term in one field: its decoded postings and query weight.
 type leaf struct {
 	list  *decoded
-	pos   int
-	cur   uint64 // list.docs[pos]; exhausted past the end
 	df    uint64
 	boost float64
 	idf   float64
-	qw    float64 // boost · idf · qnorm
-	ub    float64 // bound of score()
-	// seen is the last doc the leaf matched when looked at, s its score
-	// there: at the doc being scored, a leaf matches if seen is that doc.
-	seen uint64
-	s    float64
-	gone bool // every doc of it was seeded: the walk skips them all
+	qw    float64 // boost · idf · qnorm (Bleve's form), else boost
 }
-
-// look scores the leaf at d, its postings being at or after d, and
-// reports whether it matches.
-func (l *leaf) look(d uint64) bool {
-	if l.cur != d {
-		return false
-	}
-	l.seen, l.s = d, l.score()
-	return true
-}
-
-const exhausted = math.MaxUint64
-
-func (l *leaf) at() {
-	if l.pos < len(l.list.docs) {
-		l.cur = uint64(l.list.docs[l.pos])
-	} else {
-		l.cur = exhausted
-	}
-}
-
-func (l *leaf) next() {
-	l.pos++
-	l.at()
-}
-
-// advance moves to the first doc at or after d.
-func (l *leaf) advance(d uint64) {
-	if l.cur >= d {
-		return
-	}
-	l.pos = gallop(l.list.docs, l.pos+1, d)
-	l.at()
-}
-
-// gallop is the position of the first doc at or after d in docs[from:]:
-// a galloping search, since the target is usually near.
-func gallop(docs []uint32, from int, d uint64) int {
-	lo, step := from, 1
-	hi := lo
-	for hi < len(docs) && uint64(docs[hi]) < d {
-		lo = hi + 1
-		hi += step
-		step *= 2
-	}
-	hi = min(hi, len(docs))
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if uint64(docs[mid]) < d {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
-}
-
-// score is the current posting's score: its decoded value times the query
-// weight (in Bleve's form, as its TermQueryScorer.Score computes it).
-func (l *leaf) score() float64 { return l.scoreAt(l.pos) }
-
-// scoreAt is the score of the posting at position p.
-func (l *leaf) scoreAt(p int) float64 { return l.list.s[p] * l.qw }
 
 // term is one query term: its leaves, in the order Bleve sums them.
 type term struct {
 	leaves []leaf
 	bleve  bool    // Index.bleveScoring
 	w      float64 // W_t (BM25F)
+	ub     float64 // the most the term adds to a doc: sat of its leaves' bests
 }
 
 // BM25F's saturation constant (Bleve's BM25 k1).
 const bm25K1 = 1.2
 
-// sat is the term's score for a sum x of its leaves (BM25F), or x itself
-// in Bleve's form, scaled there by the share k of its leaves that match
-// (or may); sat grows with x.
+// sat is the term's score for a sum x of its matching leaves (BM25F), or
+// x itself in Bleve's form, scaled there by the share k of its leaves
+// that match.
 func (t *term) sat(x float64, k int) float64 {
 	if t.bleve {
 		if f := len(t.leaves); f > 1 {
@@ -214,57 +126,16 @@ func (t *term) sat(x float64, k int) float64 {
 	return t.w * x * (bm25K1 + 1) / (bm25K1 + x)
 }
 
-// score is the term's score at d, its leaves having been looked at there:
-// sat of their sum; ok is false when no leaf matches.
-func (t *term) score(d uint64) (sum float64, ok bool) {
-	n := 0
-	for i := range t.leaves {
-		if l := &t.leaves[i]; l.seen == d {
-			sum += l.s
-			n++
-		}
-	}
-	if n == 0 {
-		return 0, false
-	}
-	return t.sat(sum, n), true
-}
-
 // ranker is one rankText run.
 type ranker struct {
 	terms        []term
-	must, should []int     // indexes into terms, in the order Bleve sums them
-	order        []leafRef // every leaf, longest postings first
-	opt          optimist
-	gates        gates // for the walk
-	seedGates    gates // for the seeding
-	count        bool
-	bleve        bool // Index.bleveScoring
+	must, should []int        // indexes into terms, in the order Bleve sums them
+	coord        [2][]float64 // per group, the coordination factor by terms matched
+	bleve        bool         // Index.bleveScoring
 }
 
-// leafRef names terms[t].leaves[l].
-type leafRef struct{ t, l int }
-
-func (rk *ranker) leaf(r leafRef) *leaf { return &rk.terms[r.t].leaves[r.l] }
-
-// gain is the most leaf r can add to a doc's score on its own: its bound,
-// through its term's saturation in BM25F (leaves of different terms are
-// compared by it).
-func (rk *ranker) gain(r leafRef) float64 {
-	if rk.bleve {
-		return rk.leaf(r).ub
-	}
-	return rk.terms[r.t].sat(rk.leaf(r).ub, 1)
-}
-
-func (rk *ranker) close() {
-	rk.gates.close()
-	rk.seedGates.close()
-}
-
-// open sets up the leaves, their weights and bounds.
-func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader, p *textPlan, count, wrapped bool) error {
-	rk.count = count
+// open sets up the terms, their leaves and weights.
+func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader, p *textPlan, wrapped bool) error {
 	rk.bleve = ix.bleveScoring
 	br, ok := r.(bleveindex.BM25Reader)
 	if !ok {
@@ -309,8 +180,6 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 					ix.postings.put(snap, key, list)
 				}
 			}
-			l.seen = exhausted
-			l.at()
 		}
 	}
 	// Bleve's disjunction searchers order their clauses by posting count
@@ -352,17 +221,14 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 			default:
 				l.qw = l.boost * l.idf * qnorm
 			}
-			l.ub = l.list.best() * l.qw
-			rk.order = append(rk.order, leafRef{ti, li})
 		}
+		t := &rk.terms[ti]
+		x := 0.0
+		for _, l := range t.leaves {
+			x += l.list.best * l.qw
+		}
+		t.ub = t.sat(x, len(t.leaves))
 	}
-	slices.SortStableFunc(rk.order, func(a, b leafRef) int {
-		if c := len(rk.leaf(b).list.docs) - len(rk.leaf(a).list.docs); c != 0 {
-			return c
-		}
-		return cmpFloat(rk.gain(a), rk.gain(b))
-	})
-	rk.opt.init(rk)
 	return nil
 }
 
@@ -452,479 +318,281 @@ func (h *page) Pop() any {
 	return x
 }
 
-// run walks the candidates in doc order and keeps the n best.
-func (rk *ranker) run(ctx context.Context, n int) ([]hit, uint64, error) {
-	if n <= 0 && !rk.count {
-		return nil, 0, nil
-	}
-	best := make(page, 0, min(n, 1024))
-	theta := math.Inf(-1) // lowest score on a full page
-	pickedAt := theta     // theta when the essential leaves were last chosen
-	var probe []leafRef   // the non-essential leaves, largest bound first
-	var seeds []uint32
-	var total uint64
-	if !rk.count {
-		var err error
-		if seeds, total, err = rk.seed(&best, n); err != nil {
-			return nil, 0, err
-		}
-	}
-	ess := essentials{rk: rk}
-	ess.reset(slices.DeleteFunc(slices.Clone(rk.order), func(r leafRef) bool { return rk.leaf(r).gone }))
-	var from uint64 // the walk's next doc is at or after from
-	raise := func() {
-		if len(best) < n || rk.count || best[0].score <= theta {
-			return
-		}
-		theta = best[0].score
-		// Choosing again costs a pass over the leaves; a choice made at a
-		// lower theta is still safe, only less selective.
-		if theta <= pickedAt*(1+repickStep) {
-			return
-		}
-		pickedAt = theta
-		ess.refs, probe = rk.pick(theta, ess.refs[:0], probe[:0])
-		rk.opt.base(rk, probe)
-		// A leaf that turns essential again may lag behind.
-		for _, r := range ess.refs {
-			rk.leaf(r).advance(from)
-		}
-		ess.reset(ess.refs)
-	}
-	raise()
-	matched := make([]leafRef, 0, len(rk.order))
-	for iter := 0; ; iter++ {
-		if iter%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, 0, fmt.Errorf("index: search: %w", err)
-			}
-		}
-		// The next candidate: the first doc of an essential leaf.
-		d := ess.first()
-		if d == exhausted {
-			break
-		}
-		from = d + 1
-		matched = ess.take(d, matched[:0])
-		for len(seeds) > 0 && uint64(seeds[0]) < d {
-			seeds = seeds[1:]
-		}
-		if len(seeds) > 0 && uint64(seeds[0]) == d {
-			continue // scored already
-		}
-		// Non-essential leaves, largest bound first, while d can still
-		// make the page.
-		if len(probe) > 0 {
-			rk.opt.start(rk, matched)
-			pruned := false
-			for _, r := range probe {
-				if b, ok := rk.opt.bound(); !ok || b*(1+pruneSlack) < theta {
-					pruned = true
-					break
-				}
-				l := rk.leaf(r)
-				l.advance(d)
-				rk.opt.looked(rk, r, l.look(d))
-			}
-			if pruned {
-				continue
-			}
-		}
-		score, ok := rk.score(d)
-		if !ok {
-			continue
-		}
-		if admitted, err := rk.gates.admit(d); err != nil {
-			return nil, 0, err
-		} else if !admitted {
-			continue
-		}
-		total++
-		if best.offer(hit{doc: d, score: score}, n) {
-			raise()
-		}
-	}
-	out := make([]hit, len(best))
-	for i := len(best) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(&best).(hit)
-	}
-	return out, total, nil
-}
-
 // offer keeps h if it is among the n best so far.
-func (h *page) offer(x hit, n int) bool {
+func (h *page) offer(x hit, n int) {
 	switch {
 	case len(*h) < n:
 		heap.Push(h, x)
 	case n > 0 && worse((*h)[0], x):
 		(*h)[0] = x
 		heap.Fix(h, 0)
-	default:
-		return false
 	}
-	return true
 }
 
-// seedWork bounds the seeding: seeds times leaves, each a galloping step.
-const seedWork = 1024
+// sorted empties the page into a slice, best first.
+func (h *page) sorted() []hit {
+	out := make([]hit, len(*h))
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(hit)
+	}
+	return out
+}
 
-// seed scores some docs before the walk and offers them to the page: all
-// the docs of the leaves with the largest bounds where they are few (a
-// rare word in names), the champions (decoded.top) of others, as much as
-// seedWork allows. It returns the docs it scored, ascending, for the walk
-// to skip, and how many matches it scored.
-//
-// That does two things. The walk visits docs in index order, so unseeded
-// its first page holds whatever comes first and prunes little until better
-// docs turn up; seeded, the page starts with docs likely among the best.
-// And the walk meets no seeded doc: a leaf whose docs were all seeded
-// drops out of it (gone), and one whose champions were is bounded there by
-// its tail, the best score of its other docs. A query whose page the seeds
-// fill beyond what is left ends with the seeding.
-//
-// The page then holds docs that come later than candidates of the walk,
-// and a candidate whose bound equals the page's lowest score could still
-// beat it on index order, so bounds are compared strictly.
-func (rk *ranker) seed(best *page, n int) ([]uint32, uint64, error) {
-	byBound := slices.Clone(rk.order)
-	slices.SortStableFunc(byBound, func(a, b leafRef) int { return cmpFloat(rk.gain(b), rk.gain(a)) })
-	var seeds []uint32
-	budget := seedWork / max(1, len(rk.order))
-	var all, tops []leafRef
-	for _, r := range byBound {
-		l := rk.leaf(r)
-		switch {
-		case len(l.list.docs) <= budget:
-			seeds = append(seeds, l.list.docs...)
-			budget -= len(l.list.docs)
-			all = append(all, r)
-		case len(l.list.top) <= budget:
-			for _, p := range l.list.top {
-				seeds = append(seeds, l.list.docs[p])
+// blockBits sets the size of a block of doc numbers, 2^blockBits: its
+// board (24 bytes a doc) stays in a core's L2 cache.
+const blockBits = 13
+
+// slot is one doc's running sums on a board.
+type slot struct {
+	sum [2]float64 // per group (0 must, 1 should): its terms' scores so far
+	n   [2]uint8   // per group: how many of its terms matched (maxQueryTerms fits)
+}
+
+// board holds the running sums of the docs of one block, and which of
+// them are marked: matched by an essential term.
+type board struct {
+	slots  [1 << blockBits]slot
+	marked [1 << blockBits / 64]uint64
+}
+
+var boards = sync.Pool{New: func() any { return new(board) }}
+
+// pruneSlack keeps bounds, summed in another order than the scores,
+// safely above them.
+const pruneSlack = 1e-9
+
+// run scores the docs matching the query, a block of doc numbers at a
+// time, and keeps the n best that pass g. In a block, the essential must
+// terms mark the docs they match; then every term, in the order Bleve
+// sums them, adds its score to the marked docs it matches; then the
+// marked docs' scores are finished and offered to the page. At first
+// every must term is essential. Once the page is full, a must term is not
+// essential if a doc matching only it and the other non-essential terms
+// (and every should term) cannot reach the page's lowest score: the
+// longest lists are made non-essential first, as many as that allows, so
+// their docs are walked past, not scored. With count, every must term
+// stays essential, and every match is counted; otherwise the count is of
+// the docs scored.
+func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, uint64, error) {
+	if n <= 0 && !count {
+		return nil, 0, nil
+	}
+	docs := 0
+	for ti := range rk.terms {
+		for _, l := range rk.terms[ti].leaves {
+			if k := len(l.list.docs); k > 0 {
+				docs = max(docs, int(l.list.docs[k-1])+1)
 			}
-			budget -= len(l.list.top)
-			tops = append(tops, r)
 		}
 	}
-	slices.Sort(seeds)
-	seeds = slices.Compact(seeds)
-	at := make([]int, len(rk.order)) // per leaf (as rk.order), where the last seed was
-	var scored uint64
-	for _, d32 := range seeds {
-		d := uint64(d32)
-		for i, r := range rk.order {
-			l := rk.leaf(r)
-			if at[i] = gallop(l.list.docs, at[i], d); at[i] < len(l.list.docs) && l.list.docs[at[i]] == d32 {
-				l.seen, l.s = d, l.scoreAt(at[i])
+	rk.coordination()
+	// Each term's leaves' positions, and where the block began.
+	pos, start := make([][]int, len(rk.terms)), make([][]int, len(rk.terms))
+	for ti := range rk.terms {
+		pos[ti], start[ti] = make([]int, len(rk.terms[ti].leaves)), make([]int, len(rk.terms[ti].leaves))
+	}
+	essential := make([]bool, len(rk.terms))
+	for _, ti := range rk.must {
+		essential[ti] = true
+	}
+	byLength := slices.Clone(rk.must)
+	slices.SortStableFunc(byLength, func(a, b int) int { return rk.terms[b].postings() - rk.terms[a].postings() })
+	shouldUB := 0.0
+	for _, ti := range rk.should {
+		shouldUB += rk.terms[ti].ub
+	}
+
+	b := boards.Get().(*board)
+	defer boards.Put(b)
+	best := make(page, 0, min(n, 1024))
+	theta := math.Inf(-1) // the page's lowest score once full
+	var total uint64
+	for base := 0; base < docs; base += len(b.slots) {
+		if err := ctx.Err(); err != nil {
+			clear(b.slots[:])
+			clear(b.marked[:])
+			return nil, 0, fmt.Errorf("index: search: %w", err)
+		}
+		end := uint32(min(base+len(b.slots), docs))
+		if !count && len(best) == n && best[0].score > theta {
+			theta = best[0].score
+			rk.prune(essential, byLength, shouldUB, theta)
+		}
+		// Mark, then add in order: a doc's sums run in the order Bleve's.
+		for ti := range pos {
+			copy(start[ti], pos[ti])
+		}
+		for _, ti := range rk.must {
+			if essential[ti] {
+				rk.terms[ti].mark(b, uint32(base), end, pos[ti])
+			} else {
+				rk.terms[ti].skip(end, pos[ti])
 			}
 		}
-		score, ok := rk.score(d)
-		if !ok {
+		for gi, idx := range [2][]int{rk.must, rk.should} {
+			for _, ti := range idx {
+				copy(pos[ti], start[ti])
+				rk.terms[ti].add(b, gi, uint32(base), end, pos[ti])
+			}
+		}
+		for w, word := range b.marked {
+			if word == 0 {
+				continue
+			}
+			b.marked[w] = 0
+			for ; word != 0; word &= word - 1 {
+				i := w<<6 | bits.TrailingZeros64(word)
+				sl := &b.slots[i]
+				score := rk.final(sl)
+				*sl = slot{}
+				d := uint64(base + i)
+				if admitted, err := g.admit(d); err != nil {
+					clear(b.slots[:])
+					clear(b.marked[:])
+					return nil, 0, err
+				} else if admitted {
+					total++
+					best.offer(hit{doc: d, score: score}, n)
+				}
+			}
+		}
+	}
+	return best.sorted(), total, nil
+}
+
+// prune makes must terms non-essential, longest first, while a doc that
+// matches only them and the should terms stays below theta.
+func (rk *ranker) prune(essential []bool, byLength []int, shouldUB, theta float64) {
+	sum, k := 0.0, 0
+	for _, ti := range byLength {
+		if !essential[ti] {
+			sum += rk.terms[ti].ub
+			k++
+		}
+	}
+	for _, ti := range byLength {
+		if !essential[ti] {
 			continue
 		}
-		if admitted, err := rk.seedGates.admit(d); err != nil {
-			return nil, 0, err
-		} else if admitted {
-			scored++
-			best.offer(hit{doc: d, score: score}, n)
+		s := sum + rk.terms[ti].ub
+		bound := s
+		if len(rk.must) > 1 {
+			bound *= rk.coord[0][k+1]
 		}
-	}
-	for _, r := range all {
-		l := rk.leaf(r)
-		l.gone, l.ub = true, 0
-		l.cur = exhausted
-	}
-	for _, r := range tops {
-		l := rk.leaf(r)
-		l.ub = l.list.tail * l.qw
-	}
-	return seeds, scored, nil
-}
-
-// repickStep is how much theta must grow before the essential leaves are
-// chosen again.
-const repickStep = 0.01
-
-// pick splits the leaves for a page whose lowest score is theta: the
-// non-essential ones are a set that cannot together lift a doc above
-// theta, so a doc that matches none of the others cannot make the page
-// and only the essential leaves' docs are candidates. Classic MaxScore
-// takes the leaves with the smallest bounds; with coordination factors a
-// long posting list can have a large bound and still be unable to lift a
-// doc on its own ("open" in a name, next to two rare words), so pick
-// takes the longest lists first, each one that keeps the set's bound
-// below theta. It appends the essential leaves to ess and returns the
-// non-essential ones, largest bound first, the order to probe them in.
-func (rk *ranker) pick(theta float64, ess, probe []leafRef) ([]leafRef, []leafRef) {
-	// The optimist as at a doc that matches nothing, each leaf taken
-	// counted as unknown at its bound; the caller's base resets it.
-	o := &rk.opt
-	o.base(rk, nil)
-	for _, r := range rk.order {
-		l := rk.leaf(r)
-		if l.gone {
-			continue // no candidate matches it
+		if (bound+shouldUB)*(1+pruneSlack) >= theta {
+			continue
 		}
-		if o.with(rk, r)*(1+pruneSlack) < theta {
-			o.update(rk, r.t, 0, 0, l.ub, 1)
-			probe = append(probe, r)
-		} else {
-			ess = append(ess, r)
-		}
-	}
-	slices.SortStableFunc(probe, func(a, b leafRef) int { return cmpFloat(rk.gain(b), rk.gain(a)) })
-	return ess, probe
-}
-
-// essentials yields the candidates: the docs of the essential leaves, in
-// order. A few leaves are scanned; many (a pasted paragraph) are kept in a
-// min-heap by current doc.
-type essentials struct {
-	rk   *ranker
-	refs []leafRef
-	// cur holds refs' current docs, in the same order, while they are a
-	// heap: the sifts compare these instead of following each ref to its
-	// leaf (a heap hand-written for it, not container/heap's interface
-	// calls: on long queries the sifts were a fifth of a search).
-	cur  []uint64
-	heap bool
-}
-
-// scanLeaves is the most essential leaves scanned rather than heaped.
-const scanLeaves = 12
-
-func (e *essentials) reset(refs []leafRef) {
-	e.refs, e.heap = refs, len(refs) > scanLeaves
-	if !e.heap {
-		return
-	}
-	e.cur = e.cur[:0]
-	for _, r := range refs {
-		e.cur = append(e.cur, e.rk.leaf(r).cur)
-	}
-	for i := len(e.refs)/2 - 1; i >= 0; i-- {
-		e.down(i)
+		essential[ti] = false
+		sum, k = s, k+1
 	}
 }
 
-// down sifts the element at i down the min-heap on cur.
-func (e *essentials) down(i int) {
-	n := len(e.cur)
-	for {
-		j := 2*i + 1
-		if j >= n {
-			return
+// final is a doc's score from its sums: per group, the sum times its
+// coordination factor; must plus should.
+func (rk *ranker) final(sl *slot) float64 {
+	score := sl.sum[0]
+	if len(rk.must) > 1 {
+		score *= rk.coord[0][sl.n[0]]
+	}
+	if sl.n[1] > 0 {
+		should := sl.sum[1]
+		if len(rk.should) > 1 {
+			should *= rk.coord[1][sl.n[1]]
 		}
-		if j2 := j + 1; j2 < n && e.cur[j2] < e.cur[j] {
-			j = j2
+		score += should
+	}
+	return score
+}
+
+// mark marks the block's docs (from base, before end) the term matches;
+// pos holds each leaf's position and is moved to end.
+func (t *term) mark(b *board, base, end uint32, pos []int) {
+	for li := range t.leaves {
+		docs := t.leaves[li].list.docs
+		p := pos[li]
+		for ; p < len(docs) && docs[p] < end; p++ {
+			i := docs[p] - base
+			b.marked[i>>6] |= 1 << (i & 63)
 		}
-		if e.cur[j] >= e.cur[i] {
-			return
-		}
-		e.cur[i], e.cur[j] = e.cur[j], e.cur[i]
-		e.refs[i], e.refs[j] = e.refs[j], e.refs[i]
-		i = j
+		pos[li] = p
 	}
 }
 
-// first is the next candidate; exhausted when there is none.
-func (e *essentials) first() uint64 {
-	if e.heap {
-		if len(e.refs) == 0 {
-			return exhausted
+// skip moves the leaves' positions to end.
+func (t *term) skip(end uint32, pos []int) {
+	for li := range t.leaves {
+		docs := t.leaves[li].list.docs
+		p := pos[li]
+		for p < len(docs) && docs[p] < end {
+			p++
 		}
-		return e.cur[0]
+		pos[li] = p
 	}
-	d := uint64(exhausted)
-	for _, r := range e.refs {
-		d = min(d, e.rk.leaf(r).cur)
-	}
-	return d
 }
 
-// take looks at d on the leaves there, steps them past it and appends them
-// to matched.
-func (e *essentials) take(d uint64, matched []leafRef) []leafRef {
-	if !e.heap {
-		for _, r := range e.refs {
-			if l := e.rk.leaf(r); l.look(d) {
-				l.next()
-				matched = append(matched, r)
+// add adds the term's score at the marked docs of the block it matches
+// to group g: per doc, the sum of its matching leaves in leaf order,
+// saturated once. pos holds each leaf's position and is moved to end.
+func (t *term) add(b *board, g int, base, end uint32, pos []int) {
+	ls := t.leaves
+	if len(ls) == 1 {
+		docs, s, qw := ls[0].list.docs, ls[0].list.s, ls[0].qw
+		p := pos[0]
+		for ; p < len(docs) && docs[p] < end; p++ {
+			if i := docs[p] - base; b.marked[i>>6]&(1<<(i&63)) != 0 {
+				sl := &b.slots[i]
+				sl.sum[g] += t.sat(0+s[p]*qw, 1)
+				sl.n[g]++
 			}
 		}
-		return matched
+		pos[0] = p
+		return
 	}
-	for len(e.refs) > 0 && e.cur[0] == d {
-		r := e.refs[0]
-		l := e.rk.leaf(r)
-		l.look(d)
-		l.next()
-		e.cur[0] = l.cur
-		e.down(0)
-		matched = append(matched, r)
-	}
-	return matched
-}
-
-// optimist keeps the bound on the score of the doc being scored as its
-// non-essential leaves are looked at one by one: the score with every leaf
-// not yet looked at counted as matching at its bound. It is updated in
-// constant time per leaf, and a new doc restores only the terms the last
-// one changed, so a pasted paragraph of thirty terms costs no more per doc
-// than the leaves that doc touches.
-type optimist struct {
-	sum, ub    []float64 // per term: matched leaves' scores, unknown leaves' bounds
-	n, u       []int     // per term: how many of each
-	termBounds []float64 // per term: its bound now, 0 when it cannot match
-	gsum       [2]float64
-	gn         [2]int // terms per group that match or may
-	// The state at a doc no essential leaf matches, none looked at yet
-	// (set by base), and the terms changed since.
-	ub0, tb0 []float64
-	u0       []int
-	gsum0    [2]float64
-	gn0      [2]int
-	touched  []int
-	dirty    []bool // per term: in touched
-
-	group []int  // per term: 0 must, 1 should
-	size  [2]int // terms per group
-	bleve bool   // Bleve's coordination (no square root)
-}
-
-func (o *optimist) init(rk *ranker) {
-	n := len(rk.terms)
-	o.sum, o.ub, o.termBounds, o.ub0, o.tb0 = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-	o.n, o.u, o.u0, o.group = make([]int, n), make([]int, n), make([]int, n), make([]int, n)
-	o.touched, o.dirty = make([]int, 0, n), make([]bool, n)
-	for _, ti := range rk.should {
-		o.group[ti] = 1
-	}
-	o.size = [2]int{len(rk.must), len(rk.should)}
-	o.bleve = rk.bleve
-}
-
-// base records the non-essential leaves, and the state start returns to.
-func (o *optimist) base(rk *ranker, probe []leafRef) {
-	clear(o.ub0)
-	clear(o.u0)
-	for _, r := range probe {
-		o.ub0[r.t] += rk.leaf(r).ub
-		o.u0[r.t]++
-	}
-	copy(o.ub, o.ub0)
-	copy(o.u, o.u0)
-	clear(o.sum)
-	clear(o.n)
-	o.gsum, o.gn = [2]float64{}, [2]int{}
-	for ti := range rk.terms {
-		b, ok := o.term(rk, ti)
-		o.tb0[ti] = b
-		if ok {
-			o.gsum[o.group[ti]] += b
-			o.gn[o.group[ti]]++
+	// Merge the leaves' postings: at each step the least current doc,
+	// summed over the leaves that hold it, in leaf order.
+	for {
+		d := end
+		for li := range ls {
+			if p := pos[li]; p < len(ls[li].list.docs) {
+				d = min(d, ls[li].list.docs[p])
+			}
+		}
+		if d >= end {
+			return
+		}
+		x, k := 0.0, 0
+		for li := range ls {
+			if p := pos[li]; p < len(ls[li].list.docs) && ls[li].list.docs[p] == d {
+				x += ls[li].list.s[p] * ls[li].qw
+				k++
+				pos[li]++
+			}
+		}
+		if i := d - base; b.marked[i>>6]&(1<<(i&63)) != 0 {
+			sl := &b.slots[i]
+			sl.sum[g] += t.sat(x, k)
+			sl.n[g]++
 		}
 	}
-	copy(o.termBounds, o.tb0)
-	o.gsum0, o.gn0 = o.gsum, o.gn
-	clear(o.dirty)
-	o.touched = o.touched[:0]
 }
 
-// start sets the state at a new doc: the essential leaves in matched
-// match it, the other essential leaves do not, and the non-essential ones
-// are not looked at yet.
-func (o *optimist) start(rk *ranker, matched []leafRef) {
-	for _, t := range o.touched {
-		o.ub[t], o.u[t], o.sum[t], o.n[t], o.termBounds[t] = o.ub0[t], o.u0[t], 0, 0, o.tb0[t]
-		o.dirty[t] = false
+// postings is how many postings the term's leaves hold.
+func (t *term) postings() int {
+	n := 0
+	for _, l := range t.leaves {
+		n += len(l.list.docs)
 	}
-	o.touched = o.touched[:0]
-	o.gsum, o.gn = o.gsum0, o.gn0
-	for _, r := range matched {
-		o.update(rk, r.t, rk.leaf(r).s, 1, 0, 0)
-	}
+	return n
 }
 
-// looked updates the state once non-essential leaf r was looked at.
-func (o *optimist) looked(rk *ranker, r leafRef, match bool) {
-	l := rk.leaf(r)
-	if match {
-		o.update(rk, r.t, l.s, 1, -l.ub, -1)
-	} else {
-		o.update(rk, r.t, 0, 0, -l.ub, -1)
-	}
-}
-
-// update changes term t's matched and unknown leaves and the bounds that
-// depend on them.
-func (o *optimist) update(rk *ranker, t int, dsum float64, dn int, dub float64, du int) {
-	if !o.dirty[t] {
-		o.dirty[t] = true
-		o.touched = append(o.touched, t)
-	}
-	g := o.group[t]
-	before := o.n[t]+o.u[t] > 0
-	o.sum[t] += dsum
-	o.n[t] += dn
-	o.ub[t] += dub
-	o.u[t] += du
-	b, ok := o.term(rk, t)
-	o.gsum[g] += b - o.termBounds[t]
-	o.termBounds[t] = b
-	switch {
-	case before && !ok:
-		o.gn[g]--
-	case !before && ok:
-		o.gn[g]++
-	}
-}
-
-func (o *optimist) term(rk *ranker, ti int) (float64, bool) {
-	k := o.n[ti] + o.u[ti]
-	if k == 0 {
-		return 0, false
-	}
-	return termBound(rk, ti, o.sum[ti]+o.ub[ti], k), true
-}
-
-// with is the bound were leaf r, not yet counted, added as unknown at its
-// bound; the state is left as it is.
-func (o *optimist) with(rk *ranker, r leafRef) float64 {
-	t, g := r.t, o.group[r.t]
-	gsum, gn := o.gsum, o.gn
-	k := o.n[t] + o.u[t]
-	if k == 0 {
-		gn[g]++
-	}
-	gsum[g] += termBound(rk, t, o.sum[t]+o.ub[t]+rk.leaf(r).ub, k+1) - o.termBounds[t]
-	b, _ := combine(gsum, gn, o.size, o.bleve)
-	return b
-}
-
-// bound is the bound on the doc's score; ok is false when no must term can
-// match.
-func (o *optimist) bound() (float64, bool) { return combine(o.gsum, o.gn, o.size, o.bleve) }
-
-// combine adds up the groups' term sums as Bleve's boolean searcher does,
-// each scaled by its coordination factor: gn[g] of the size[g] terms of
-// group g match. ok is false when no must term matches.
-func combine(gsum [2]float64, gn, size [2]int, bleve bool) (float64, bool) {
-	if gn[0] == 0 {
-		return 0, false
-	}
-	b := gsum[0]
-	if size[0] > 1 {
-		b *= coordination(gn[0], size[0], bleve)
-	}
-	if gn[1] > 0 {
-		s := gsum[1]
-		if size[1] > 1 {
-			s *= coordination(gn[1], size[1], bleve)
+// coordination sets the factors per group by how many of its terms match.
+func (rk *ranker) coordination() {
+	for gi, idx := range [2][]int{rk.must, rk.should} {
+		rk.coord[gi] = make([]float64, len(idx)+1)
+		for k := range rk.coord[gi] {
+			rk.coord[gi][k] = coordination(k, len(idx), rk.bleve)
 		}
-		b += s
 	}
-	return b, true
 }
 
 // coordination is the factor of a group of size terms of which n match:
@@ -934,39 +602,6 @@ func coordination(n, size int, bleve bool) float64 {
 		return float64(n) / float64(size)
 	}
 	return math.Sqrt(float64(n) / float64(size))
-}
-
-// termBound is term t's bound with ub summed over k of its leaves.
-func termBound(rk *ranker, t int, ub float64, k int) float64 {
-	return rk.terms[t].sat(ub, k)
-}
-
-// score adds up the leaves' scores at d, where they were looked at, as
-// Bleve's disjunction and boolean searchers do: per term, per group, must
-// plus should. ok is false when no must term matches.
-func (rk *ranker) score(d uint64) (float64, bool) {
-	must, ok := rk.groupScore(rk.must, d)
-	if !ok {
-		return 0, false
-	}
-	if should, ok := rk.groupScore(rk.should, d); ok {
-		return 0 + must + should, true
-	}
-	return must, true
-}
-
-func (rk *ranker) groupScore(idx []int, d uint64) (float64, bool) {
-	sum, n := 0.0, 0
-	for _, ti := range idx {
-		if s, ok := rk.terms[ti].score(d); ok {
-			sum += s
-			n++
-		}
-	}
-	if n > 0 && len(idx) > 1 {
-		sum = sum * coordination(n, len(idx), rk.bleve)
-	}
-	return sum, n > 0
 }
 
 // gates apply a search's filters and its exclusion of hidden docs.
