@@ -521,12 +521,7 @@ func (t *term) mark(b *board, base, end uint32, pos []int) {
 // skip moves the leaves' positions to end.
 func (t *term) skip(end uint32, pos []int) {
 	for li := range t.leaves {
-		docs := t.leaves[li].list.docs
-		p := pos[li]
-		for p < len(docs) && docs[p] < end {
-			p++
-		}
-		pos[li] = p
+		pos[li] = blockEnd(t.leaves[li].list.docs, pos[li], end)
 	}
 }
 
@@ -534,22 +529,86 @@ func (t *term) skip(end uint32, pos []int) {
 // to group g: per doc, the sum of its matching leaves in leaf order,
 // saturated once. pos holds each leaf's position and is moved to end.
 func (t *term) add(b *board, g int, base, end uint32, pos []int) {
-	ls := t.leaves
-	if len(ls) == 1 {
-		docs, s, qw := ls[0].list.docs, ls[0].list.s, ls[0].qw
-		p := pos[0]
-		for ; p < len(docs) && docs[p] < end; p++ {
-			if i := docs[p] - base; b.marked[i>>6]&(1<<(i&63)) != 0 {
-				sl := &b.slots[i]
-				sl.sum[g] += t.sat(0+s[p]*qw, 1)
-				sl.n[g]++
-			}
-		}
-		pos[0] = p
-		return
+	switch len(t.leaves) {
+	case 1:
+		t.add1(b, g, base, end, pos)
+	case 2:
+		t.add2(b, g, base, end, pos)
+	default:
+		t.addAny(b, g, base, end, pos)
 	}
-	// Merge the leaves' postings: at each step the least current doc,
-	// summed over the leaves that hold it, in leaf order.
+}
+
+// put adds s to group g's sum of the doc at i in the block.
+func (b *board) put(i uint32, g int, s float64) {
+	sl := &b.slots[i]
+	sl.sum[g] += s
+	sl.n[g]++
+}
+
+func (b *board) isMarked(i uint32) bool { return b.marked[i>>6]&(1<<(i&63)) != 0 }
+
+// add1 is add for a term in one field.
+func (t *term) add1(b *board, g int, base, end uint32, pos []int) {
+	docs, s, qw := t.leaves[0].list.docs, t.leaves[0].list.s, t.leaves[0].qw
+	p := pos[0]
+	for ; p < len(docs) && docs[p] < end; p++ {
+		if i := docs[p] - base; b.isMarked(i) {
+			b.put(i, g, t.sat(0+s[p]*qw, 1))
+		}
+	}
+	pos[0] = p
+}
+
+// add2 is add for a term in two fields: a merge of two lists.
+func (t *term) add2(b *board, g int, base, end uint32, pos []int) {
+	l0, l1 := &t.leaves[0], &t.leaves[1]
+	d0, s0, q0 := l0.list.docs, l0.list.s, l0.qw
+	d1, s1, q1 := l1.list.docs, l1.list.s, l1.qw
+	p0, p1 := pos[0], pos[1]
+	e0, e1 := blockEnd(d0, p0, end), blockEnd(d1, p1, end)
+	for p0 < e0 && p1 < e1 {
+		switch a, c := d0[p0], d1[p1]; {
+		case a < c:
+			if i := a - base; b.isMarked(i) {
+				b.put(i, g, t.sat(0+s0[p0]*q0, 1))
+			}
+			p0++
+		case c < a:
+			if i := c - base; b.isMarked(i) {
+				b.put(i, g, t.sat(0+s1[p1]*q1, 1))
+			}
+			p1++
+		default:
+			if i := a - base; b.isMarked(i) {
+				b.put(i, g, t.sat(0+s0[p0]*q0+s1[p1]*q1, 2))
+			}
+			p0++
+			p1++
+		}
+	}
+	for ; p0 < e0; p0++ {
+		if i := d0[p0] - base; b.isMarked(i) {
+			b.put(i, g, t.sat(0+s0[p0]*q0, 1))
+		}
+	}
+	for ; p1 < e1; p1++ {
+		if i := d1[p1] - base; b.isMarked(i) {
+			b.put(i, g, t.sat(0+s1[p1]*q1, 1))
+		}
+	}
+	pos[0], pos[1] = p0, p1
+}
+
+// blockEnd is the position of the first doc at or after end in docs[p:].
+func blockEnd(docs []uint32, p int, end uint32) int {
+	n := len(docs) - p
+	return p + sort.Search(n, func(i int) bool { return docs[p+i] >= end })
+}
+
+// addAny is add for a term in any number of fields.
+func (t *term) addAny(b *board, g int, base, end uint32, pos []int) {
+	ls := t.leaves
 	for {
 		d := end
 		for li := range ls {
@@ -568,10 +627,8 @@ func (t *term) add(b *board, g int, base, end uint32, pos []int) {
 				pos[li]++
 			}
 		}
-		if i := d - base; b.marked[i>>6]&(1<<(i&63)) != 0 {
-			sl := &b.slots[i]
-			sl.sum[g] += t.sat(x, k)
-			sl.n[g]++
+		if i := d - base; b.isMarked(i) {
+			b.put(i, g, t.sat(x, k))
 		}
 	}
 }

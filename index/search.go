@@ -307,10 +307,13 @@ func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen ui
 		}
 		if !ok {
 			qt = queryTerm{term: t}
-			if p.snap != "" && ix.postings.absent(p.snap, r, t) {
-				continue // in no dictionary: a typo, a word never indexed
-			}
+			// A word in no dictionary (a typo, a word never indexed) is
+			// cached too: requests repeat such words as much as others.
+			absent := p.snap != "" && ix.postings.absent(p.snap, r, t)
 			for fi, f := range textFields {
+				if absent {
+					break
+				}
 				tfr, err := r.TermFieldReader(ctx, []byte(t), f.name, false, false, false)
 				if err != nil {
 					return textPlan{}, fmt.Errorf("index: search: %w", err)
