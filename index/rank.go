@@ -392,6 +392,7 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 		pos[ti], start[ti] = make([]int, len(rk.terms[ti].leaves)), make([]int, len(rk.terms[ti].leaves))
 	}
 	essential := make([]bool, len(rk.terms))
+	pruned := false // some must term is not essential
 	for _, ti := range rk.must {
 		essential[ti] = true
 	}
@@ -416,23 +417,34 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 		end := uint32(min(base+len(b.slots), docs))
 		if !count && len(best) == n && best[0].score > theta {
 			theta = best[0].score
-			rk.prune(essential, byLength, shouldUB, theta)
+			pruned = rk.prune(essential, byLength, shouldUB, theta) || pruned
 		}
-		// Mark, then add in order: a doc's sums run in the order Bleve's.
-		for ti := range pos {
-			copy(start[ti], pos[ti])
-		}
-		for _, ti := range rk.must {
-			if essential[ti] {
-				rk.terms[ti].mark(b, uint32(base), end, pos[ti])
-			} else {
-				rk.terms[ti].skip(end, pos[ti])
+		// A doc's sums run in the order Bleve's do: the terms in order.
+		if !pruned {
+			// Every must term marks the docs it adds to.
+			for gi, idx := range [2][]int{rk.must, rk.should} {
+				for _, ti := range idx {
+					rk.terms[ti].add(b, gi, uint32(base), end, pos[ti], gi == 0)
+				}
 			}
-		}
-		for gi, idx := range [2][]int{rk.must, rk.should} {
-			for _, ti := range idx {
-				copy(pos[ti], start[ti])
-				rk.terms[ti].add(b, gi, uint32(base), end, pos[ti])
+		} else {
+			// The essential terms mark, then every term adds to the
+			// marked docs.
+			for ti := range pos {
+				copy(start[ti], pos[ti])
+			}
+			for _, ti := range rk.must {
+				if essential[ti] {
+					rk.terms[ti].mark(b, uint32(base), end, pos[ti])
+				} else {
+					rk.terms[ti].skip(end, pos[ti])
+				}
+			}
+			for gi, idx := range [2][]int{rk.must, rk.should} {
+				for _, ti := range idx {
+					copy(pos[ti], start[ti])
+					rk.terms[ti].add(b, gi, uint32(base), end, pos[ti], false)
+				}
 			}
 		}
 		for w, word := range b.marked {
@@ -461,8 +473,9 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 }
 
 // prune makes must terms non-essential, longest first, while a doc that
-// matches only them and the should terms stays below theta.
-func (rk *ranker) prune(essential []bool, byLength []int, shouldUB, theta float64) {
+// matches only them and the should terms stays below theta; it reports
+// whether any is.
+func (rk *ranker) prune(essential []bool, byLength []int, shouldUB, theta float64) bool {
 	sum, k := 0.0, 0
 	for _, ti := range byLength {
 		if !essential[ti] {
@@ -485,6 +498,7 @@ func (rk *ranker) prune(essential []bool, byLength []int, shouldUB, theta float6
 		essential[ti] = false
 		sum, k = s, k+1
 	}
+	return k > 0
 }
 
 // final is a doc's score from its sums: per group, the sum times its
@@ -525,17 +539,18 @@ func (t *term) skip(end uint32, pos []int) {
 	}
 }
 
-// add adds the term's score at the marked docs of the block it matches
-// to group g: per doc, the sum of its matching leaves in leaf order,
-// saturated once. pos holds each leaf's position and is moved to end.
-func (t *term) add(b *board, g int, base, end uint32, pos []int) {
+// add adds the term's score at the docs of the block it matches to group
+// g: with mark at every one, marking it, else at the marked ones. Per doc
+// the score is the sum of its matching leaves in leaf order, saturated
+// once. pos holds each leaf's position and is moved to end.
+func (t *term) add(b *board, g int, base, end uint32, pos []int, mark bool) {
 	switch len(t.leaves) {
 	case 1:
-		t.add1(b, g, base, end, pos)
+		t.add1(b, g, base, end, pos, mark)
 	case 2:
-		t.add2(b, g, base, end, pos)
+		t.add2(b, g, base, end, pos, mark)
 	default:
-		t.addAny(b, g, base, end, pos)
+		t.addAny(b, g, base, end, pos, mark)
 	}
 }
 
@@ -546,14 +561,22 @@ func (b *board) put(i uint32, g int, s float64) {
 	sl.n[g]++
 }
 
-func (b *board) isMarked(i uint32) bool { return b.marked[i>>6]&(1<<(i&63)) != 0 }
+// take reports whether a term adds to the doc at i in the block: with
+// mark always, marking it; else if it is marked.
+func (b *board) take(i uint32, mark bool) bool {
+	if mark {
+		b.marked[i>>6] |= 1 << (i & 63)
+		return true
+	}
+	return b.marked[i>>6]&(1<<(i&63)) != 0
+}
 
 // add1 is add for a term in one field.
-func (t *term) add1(b *board, g int, base, end uint32, pos []int) {
+func (t *term) add1(b *board, g int, base, end uint32, pos []int, mark bool) {
 	docs, s, qw := t.leaves[0].list.docs, t.leaves[0].list.s, t.leaves[0].qw
 	p := pos[0]
 	for ; p < len(docs) && docs[p] < end; p++ {
-		if i := docs[p] - base; b.isMarked(i) {
+		if i := docs[p] - base; b.take(i, mark) {
 			b.put(i, g, t.sat(0+s[p]*qw, 1))
 		}
 	}
@@ -561,7 +584,7 @@ func (t *term) add1(b *board, g int, base, end uint32, pos []int) {
 }
 
 // add2 is add for a term in two fields: a merge of two lists.
-func (t *term) add2(b *board, g int, base, end uint32, pos []int) {
+func (t *term) add2(b *board, g int, base, end uint32, pos []int, mark bool) {
 	l0, l1 := &t.leaves[0], &t.leaves[1]
 	d0, s0, q0 := l0.list.docs, l0.list.s, l0.qw
 	d1, s1, q1 := l1.list.docs, l1.list.s, l1.qw
@@ -570,17 +593,17 @@ func (t *term) add2(b *board, g int, base, end uint32, pos []int) {
 	for p0 < e0 && p1 < e1 {
 		switch a, c := d0[p0], d1[p1]; {
 		case a < c:
-			if i := a - base; b.isMarked(i) {
+			if i := a - base; b.take(i, mark) {
 				b.put(i, g, t.sat(0+s0[p0]*q0, 1))
 			}
 			p0++
 		case c < a:
-			if i := c - base; b.isMarked(i) {
+			if i := c - base; b.take(i, mark) {
 				b.put(i, g, t.sat(0+s1[p1]*q1, 1))
 			}
 			p1++
 		default:
-			if i := a - base; b.isMarked(i) {
+			if i := a - base; b.take(i, mark) {
 				b.put(i, g, t.sat(0+s0[p0]*q0+s1[p1]*q1, 2))
 			}
 			p0++
@@ -588,12 +611,12 @@ func (t *term) add2(b *board, g int, base, end uint32, pos []int) {
 		}
 	}
 	for ; p0 < e0; p0++ {
-		if i := d0[p0] - base; b.isMarked(i) {
+		if i := d0[p0] - base; b.take(i, mark) {
 			b.put(i, g, t.sat(0+s0[p0]*q0, 1))
 		}
 	}
 	for ; p1 < e1; p1++ {
-		if i := d1[p1] - base; b.isMarked(i) {
+		if i := d1[p1] - base; b.take(i, mark) {
 			b.put(i, g, t.sat(0+s1[p1]*q1, 1))
 		}
 	}
@@ -607,7 +630,7 @@ func blockEnd(docs []uint32, p int, end uint32) int {
 }
 
 // addAny is add for a term in any number of fields.
-func (t *term) addAny(b *board, g int, base, end uint32, pos []int) {
+func (t *term) addAny(b *board, g int, base, end uint32, pos []int, mark bool) {
 	ls := t.leaves
 	for {
 		d := end
@@ -627,7 +650,7 @@ func (t *term) addAny(b *board, g int, base, end uint32, pos []int) {
 				pos[li]++
 			}
 		}
-		if i := d - base; b.isMarked(i) {
+		if i := d - base; b.take(i, mark) {
 			b.put(i, g, t.sat(x, k))
 		}
 	}
