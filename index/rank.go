@@ -392,7 +392,6 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 		pos[ti], start[ti] = make([]int, len(rk.terms[ti].leaves)), make([]int, len(rk.terms[ti].leaves))
 	}
 	essential := make([]bool, len(rk.terms))
-	pruned := false // some must term is not essential
 	for _, ti := range rk.must {
 		essential[ti] = true
 	}
@@ -417,19 +416,21 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 		end := uint32(min(base+len(b.slots), docs))
 		if !count && len(best) == n && best[0].score > theta {
 			theta = best[0].score
-			pruned = rk.prune(essential, byLength, shouldUB, theta) || pruned
+			rk.prune(essential, byLength, shouldUB, theta)
 		}
 		// A doc's sums run in the order Bleve's do: the terms in order.
-		if !pruned {
-			// Every must term marks the docs it adds to.
+		// While no non-essential must term comes before an essential one
+		// (the longest lists are made non-essential first, and the must
+		// terms are in order of length), each essential term marks the
+		// docs it adds to, and the terms after only add to marked docs.
+		// Otherwise the essential terms mark first, then every term adds.
+		if marksInOrder(rk.must, essential) {
 			for gi, idx := range [2][]int{rk.must, rk.should} {
 				for _, ti := range idx {
-					rk.terms[ti].add(b, gi, uint32(base), end, pos[ti], gi == 0)
+					rk.terms[ti].add(b, gi, uint32(base), end, pos[ti], gi == 0 && essential[ti])
 				}
 			}
 		} else {
-			// The essential terms mark, then every term adds to the
-			// marked docs.
 			for ti := range pos {
 				copy(start[ti], pos[ti])
 			}
@@ -464,7 +465,9 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 					return nil, 0, err
 				} else if admitted {
 					total++
-					best.offer(hit{doc: d, score: score}, n)
+					if h := (hit{doc: d, score: score}); len(best) < n || worse(best[0], h) {
+						best.offer(h, n)
+					}
 				}
 			}
 		}
@@ -472,10 +475,23 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 	return best.sorted(), total, nil
 }
 
+// marksInOrder reports whether every essential term of must comes before
+// every non-essential one.
+func marksInOrder(must []int, essential []bool) bool {
+	seen := false // a non-essential term
+	for _, ti := range must {
+		if !essential[ti] {
+			seen = true
+		} else if seen {
+			return false
+		}
+	}
+	return true
+}
+
 // prune makes must terms non-essential, longest first, while a doc that
-// matches only them and the should terms stays below theta; it reports
-// whether any is.
-func (rk *ranker) prune(essential []bool, byLength []int, shouldUB, theta float64) bool {
+// matches only them and the should terms stays below theta.
+func (rk *ranker) prune(essential []bool, byLength []int, shouldUB, theta float64) {
 	sum, k := 0.0, 0
 	for _, ti := range byLength {
 		if !essential[ti] {
@@ -498,7 +514,6 @@ func (rk *ranker) prune(essential []bool, byLength []int, shouldUB, theta float6
 		essential[ti] = false
 		sum, k = s, k+1
 	}
-	return k > 0
 }
 
 // final is a doc's score from its sums: per group, the sum times its
