@@ -18,22 +18,23 @@ import (
 
 // Ranked text search, term at a time.
 //
-// rankText scores every doc the query textQuery builds matches, one query
-// term at a time, into a board of per-doc running sums indexed by doc
-// number (a pooled array as long as the index's doc numbers, reset after
-// use): a term's leaves (the term in each text field, decoded once per
-// index snapshot, postings.go) are merged in doc order into the term's
-// score per doc, which is added to the doc's sum of its group. The terms
-// every match must hit go first and mark the docs they reach; the common
-// terms of the relevance cutoff come after and only add to marked docs.
-// The marked docs are then visited in doc order, their scores finished
-// (coordination), filtered, and offered to a page of the best n. A step
-// is a multiplication and an addition into an array, with no bound to
-// keep and no branch on what a doc may still get, so the cost is the
-// query's postings: at 100k docs, natural-language requests touch a median
-// of 16k postings and at most about 170k, where the MaxScore walk this
-// replaced (docs/decisions.md) spent about 200 ns on each of thousands of
-// candidate docs to prune them.
+// rankText scores the docs the query textQuery builds matches a block of
+// 8,192 doc numbers at a time (run): per block, a board of running sums
+// (one slot a doc, small enough for a core's L2 cache) takes the query's
+// terms one after the other, each term's postings in the block adding the
+// term's score to its docs' slots; then the docs of the block a must term
+// matched (marked) are finished (coordination), filtered and offered to
+// the page of the n best. A step is an array read, a multiplication and a
+// write to a slot nearby, so the cost is the query's postings (at 100k
+// docs natural-language requests hold a median of 16k, at most about
+// 170k); the MaxScore walk this replaced spent about 200 ns on each of
+// thousands of candidate docs to prune them (docs/decisions.md). Once the
+// page is full, a must term whose docs cannot reach it even with the other
+// such terms is not essential: it no longer marks docs, only adds to those
+// others marked, and the longest lists are the ones it applies to first.
+// Each term's postings (one list per text field, decoded once per index
+// snapshot, postings.go) are read in doc order, so a doc's sums add up its
+// terms in the query's order, as Bleve's searchers do.
 //
 // The score is BM25F (Robertson et al., 2004) over the two text fields:
 //
@@ -353,6 +354,10 @@ type slot struct {
 type board struct {
 	slots  [1 << blockBits]slot
 	marked [1 << blockBits / 64]uint64
+	// Scratch for add2: a term's first leaf's value per doc, and which
+	// docs have one. Clear between terms.
+	x   [1 << blockBits]float64
+	has [1 << blockBits / 64]uint64
 }
 
 var boards = sync.Pool{New: func() any { return new(board) }}
@@ -598,44 +603,40 @@ func (t *term) add1(b *board, g int, base, end uint32, pos []int, mark bool) {
 	pos[0] = p
 }
 
-// add2 is add for a term in two fields: a merge of two lists.
+// add2 is add for a term in two fields, in three straight passes rather
+// than a merge: the first leaf's values go to the board's scratch, the
+// second leaf adds each doc's to its own, and the first leaf's docs the
+// second lacks come last. The sums are the merge's, to the bit.
 func (t *term) add2(b *board, g int, base, end uint32, pos []int, mark bool) {
 	l0, l1 := &t.leaves[0], &t.leaves[1]
 	d0, s0, q0 := l0.list.docs, l0.list.s, l0.qw
 	d1, s1, q1 := l1.list.docs, l1.list.s, l1.qw
-	p0, p1 := pos[0], pos[1]
-	e0, e1 := blockEnd(d0, p0, end), blockEnd(d1, p1, end)
-	for p0 < e0 && p1 < e1 {
-		switch a, c := d0[p0], d1[p1]; {
-		case a < c:
-			if i := a - base; b.take(i, mark) {
-				b.put(i, g, t.sat(0+s0[p0]*q0, 1))
-			}
-			p0++
-		case c < a:
-			if i := c - base; b.take(i, mark) {
-				b.put(i, g, t.sat(0+s1[p1]*q1, 1))
-			}
-			p1++
-		default:
-			if i := a - base; b.take(i, mark) {
-				b.put(i, g, t.sat(0+s0[p0]*q0+s1[p1]*q1, 2))
-			}
-			p0++
-			p1++
+	e0, e1 := blockEnd(d0, pos[0], end), blockEnd(d1, pos[1], end)
+	for p := pos[0]; p < e0; p++ {
+		if i := d0[p] - base; b.take(i, mark) {
+			b.x[i] = 0 + s0[p]*q0
+			b.has[i>>6] |= 1 << (i & 63)
 		}
 	}
-	for ; p0 < e0; p0++ {
-		if i := d0[p0] - base; b.take(i, mark) {
-			b.put(i, g, t.sat(0+s0[p0]*q0, 1))
+	for p := pos[1]; p < e1; p++ {
+		if i := d1[p] - base; b.take(i, mark) {
+			k := 1
+			if b.has[i>>6]&(1<<(i&63)) != 0 {
+				b.has[i>>6] &^= 1 << (i & 63)
+				k = 2
+			}
+			b.put(i, g, t.sat(b.x[i]+s1[p]*q1, k))
+			b.x[i] = 0
 		}
 	}
-	for ; p1 < e1; p1++ {
-		if i := d1[p1] - base; b.take(i, mark) {
-			b.put(i, g, t.sat(0+s1[p1]*q1, 1))
+	for p := pos[0]; p < e0; p++ {
+		if i := d0[p] - base; b.has[i>>6]&(1<<(i&63)) != 0 {
+			b.has[i>>6] &^= 1 << (i & 63)
+			b.put(i, g, t.sat(b.x[i], 1))
+			b.x[i] = 0
 		}
 	}
-	pos[0], pos[1] = p0, p1
+	pos[0], pos[1] = e0, e1
 }
 
 // blockEnd is the position of the first doc at or after end in docs[p:].
