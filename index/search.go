@@ -126,6 +126,12 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 	if err != nil {
 		return SearchResult{}, m, err
 	}
+	// A request of several sentences: each one's best answers too.
+	if parts := ix.parts(m.text, req.Text); parts != nil {
+		if hits, err = ix.fuse(ctx, r, m, parts, hits, window+1); err != nil {
+			return SearchResult{}, m, err
+		}
+	}
 	out := SearchResult{More: len(hits) > window}
 	if req.Count {
 		out.Total = total
