@@ -14,12 +14,15 @@ import (
 )
 
 // Search limits. The window bounds the collector heap bleve allocates
-// (From+Size); deeper pages are what List is for.
+// (From+Size); deeper pages are what List is for. A request of three or
+// four intents (80-120 words) runs past 32 distinct terms, and cut there
+// it lost its last intents' words; 64 still bounds a hostile text's cost
+// (POST /search takes 1 KiB).
 const (
 	defaultSearchSize = 10
 	maxSearchSize     = 1000
 	maxSearchWindow   = 10000
-	maxQueryTerms     = 32 // longer texts keep their first 32 distinct terms
+	maxQueryTerms     = 64 // longer texts keep their first 64 distinct terms
 )
 
 // Relevance cutoff. A term is "common" when it occurs in more than
@@ -122,6 +125,12 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 	hits, total, err := ix.rankText(ctx, r, m, window+1, req.Count)
 	if err != nil {
 		return SearchResult{}, m, err
+	}
+	// A request of several sentences: each one's best answers too.
+	if parts := ix.parts(m.text, req.Text); parts != nil {
+		if hits, err = ix.fuse(ctx, r, m, parts, hits, window+1); err != nil {
+			return SearchResult{}, m, err
+		}
 	}
 	out := SearchResult{More: len(hits) > window}
 	if req.Count {

@@ -1,0 +1,245 @@
+package index
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	bleveindex "github.com/blevesearch/bleve_index_api"
+)
+
+// Requests of several intents.
+//
+// A long request often asks for several things ("I'm planning a trip to
+// Japan. Give me the exchange rate from USD to JPY. Also recommend
+// attractions in Tokyo."), and ranked as one bag of words the intent with
+// the most or the rarest words, or with several near-duplicate entries,
+// fills the page while the others' answers fall off it. So a request of
+// two or more sentences that each hold enough of the request's terms is
+// also ranked sentence by sentence (a part), and a doc's score is the
+// largest of its score for the whole request and, per part, its score for
+// the part scaled so that the part's best doc scores partWeight of the
+// whole request's best (never scaled up past its own score). The whole
+// request's best answer stays first; a part's best answer lands at
+// partWeight of it, above the docs that only scatter over the request's
+// words, below the whole request's docs that score more.
+// Only docs the whole request matches are ranked (a part is a subset of
+// the request's terms, under the same relevance cutoff), so Total, facets
+// and filters are those of the whole request (docs/decisions.md).
+const (
+	maxParts     = 4   // more sentences than this: the last part takes the rest
+	minPartTerms = 3   // terms found in the index a sentence needs to be a part
+	partWeight   = 0.9 // a part's best doc scores this share of the request's best
+)
+
+// sentences splits text after each '.', '!', '?' or ';' followed by white
+// space (closing quotes or brackets may come between) and at line breaks.
+// A full stop inside a token ("3.5", "api.example.com") does not split.
+// Sentences keep their marks and leading space: only their words count.
+func sentences(text string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '\n':
+			out = append(out, text[start:i])
+			start = i + 1
+		case '.', '!', '?', ';':
+			j := i + 1
+			for j < len(text) && strings.IndexByte(`"')]`, text[j]) >= 0 {
+				j++
+			}
+			if j == len(text) || text[j] == ' ' || text[j] == '\t' || text[j] == '\r' || text[j] == '\n' {
+				out = append(out, text[start:j])
+				start, i = j, j-1
+			}
+		}
+	}
+	if strings.TrimSpace(text[start:]) != "" {
+		out = append(out, text[start:])
+	}
+	return out
+}
+
+// parts returns the plans of text's parts: per sentence holding at least
+// minPartTerms of p's terms, p cut down to those terms, with p's split
+// into must and should terms; a sentence with no must term (only words
+// the relevance cutoff finds common) is no part. Nil unless there are two
+// parts or more.
+func (ix *Index) parts(p *textPlan, text string) []textPlan {
+	if len(p.terms) < 2*minPartTerms {
+		return nil
+	}
+	var sets [][]int // per part, indexes into p.terms, ascending
+	for _, s := range sentences(text) {
+		var idx []int
+		for _, t := range ix.analyseQuery(s) {
+			if ti := slices.IndexFunc(p.terms, func(qt queryTerm) bool { return qt.term == t }); ti >= 0 {
+				idx = append(idx, ti)
+			}
+		}
+		if len(idx) < minPartTerms {
+			continue
+		}
+		slices.Sort(idx)
+		if len(sets) == maxParts {
+			last := &sets[maxParts-1]
+			*last = slices.Compact(slices.Sorted(slices.Values(append(*last, idx...))))
+			continue
+		}
+		sets = append(sets, idx)
+	}
+	var out []textPlan
+	for _, idx := range sets {
+		if len(idx) == len(p.terms) {
+			continue // the whole request again
+		}
+		if slices.ContainsFunc(out, func(q textPlan) bool { return sameTerms(q.terms, p.terms, idx) }) {
+			continue
+		}
+		if sub, ok := p.sub(idx); ok {
+			out = append(out, sub)
+		}
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
+}
+
+// sameTerms reports whether terms are p's terms at idx.
+func sameTerms(terms, all []queryTerm, idx []int) bool {
+	if len(terms) != len(idx) {
+		return false
+	}
+	for i, ti := range idx {
+		if terms[i].term != all[ti].term {
+			return false
+		}
+	}
+	return true
+}
+
+// sub is p cut down to its terms at idx (ascending): what textQuery builds
+// for a text of those terms, except that the relevance cutoff is p's, so
+// every doc sub matches p matches too. ok is false when sub has no must
+// term.
+func (p *textPlan) sub(idx []int) (textPlan, bool) {
+	s := *p
+	s.terms = make([]queryTerm, 0, len(idx))
+	s.must, s.should = nil, nil
+	for _, ti := range idx {
+		s.terms = append(s.terms, p.terms[ti])
+		switch {
+		case slices.Contains(p.must, ti):
+			s.must = append(s.must, len(s.terms)-1)
+		case slices.Contains(p.should, ti):
+			s.should = append(s.should, len(s.terms)-1)
+		}
+	}
+	return s, len(s.must) > 0
+}
+
+// fuse re-ranks whole, the n best docs of m, with the rankings of m's
+// parts: a doc scores the largest of its score for m and its scaled scores
+// for the parts (see partWeight). Ties fall by whole's order, then by the
+// parts' (in request order). The top n is exact: a doc in no list scores
+// at most the largest of whole's last score and the parts' scaled last
+// scores, so a part whose scaled last still reaches the n-th fused score
+// is ranked again, twice as deep. Ranking a part costs its postings, not
+// its depth, so parts start at partDepth.
+func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, parts []textPlan, whole []Hit, n int) ([]Hit, error) {
+	if len(whole) == 0 {
+		return whole, nil
+	}
+	best := whole[0].Raw
+	lists := make([][]Hit, len(parts))
+	depth := make([]int, len(parts))
+	for i := range depth {
+		depth[i] = max(n, partDepth)
+	}
+	for {
+		for i := range parts {
+			if lists[i] != nil {
+				continue
+			}
+			pm := m
+			pm.text = &parts[i]
+			h, _, err := ix.rankText(ctx, r, pm, depth[i], false)
+			if err != nil {
+				return nil, err
+			}
+			lists[i] = h
+		}
+		out := merge(whole, lists, best, n)
+		nth := 0.0
+		if len(out) == n {
+			nth = out[n-1].Raw
+		}
+		again := false
+		for i, h := range lists {
+			if len(h) < depth[i] || depth[i] > maxSearchWindow || len(h) == 0 {
+				continue // every match of the part is in
+			}
+			if scale(h, best)*h[len(h)-1].Raw >= nth {
+				depth[i] = min(2*depth[i], maxSearchWindow+1)
+				lists[i] = nil
+				again = true
+			}
+		}
+		if !again {
+			return out, nil
+		}
+	}
+}
+
+// partDepth is how deep a part is ranked at first (see fuse).
+const partDepth = 50
+
+// scale is the factor of a part's scores, whose ranking is hits, in a
+// request whose best score is best (see partWeight).
+func scale(hits []Hit, best float64) float64 {
+	if len(hits) == 0 || hits[0].Raw <= 0 {
+		return 0
+	}
+	return min(1, partWeight*best/hits[0].Raw)
+}
+
+// merge is the n best docs of whole and the parts' lists by fused score.
+func merge(whole []Hit, lists [][]Hit, best float64, n int) []Hit {
+	type cand struct {
+		raw  float64
+		rank int // order among the docs first seen in whole, then in the parts
+	}
+	byID := make(map[string]*cand, len(whole)*(1+len(lists)))
+	for i, h := range whole {
+		byID[h.ID] = &cand{raw: h.Raw, rank: i}
+	}
+	next := len(whole)
+	for _, hits := range lists {
+		f := scale(hits, best)
+		for _, h := range hits {
+			c, ok := byID[h.ID]
+			if !ok {
+				c = &cand{rank: next}
+				next++
+				byID[h.ID] = c
+			}
+			c.raw = max(c.raw, f*h.Raw)
+		}
+	}
+	out := make([]Hit, 0, len(byID))
+	for id, c := range byID {
+		out = append(out, Hit{ID: id, Raw: c.raw})
+	}
+	slices.SortFunc(out, func(a, b Hit) int {
+		switch {
+		case a.Raw > b.Raw:
+			return -1
+		case a.Raw < b.Raw:
+			return 1
+		}
+		return byID[a.ID].rank - byID[b.ID].rank
+	})
+	return out[:min(len(out), n)]
+}
