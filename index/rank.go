@@ -1,7 +1,6 @@
 package index
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -305,37 +304,61 @@ func worse(a, b hit) bool {
 	return a.doc > b.doc
 }
 
-// page is a min-heap of the best hits so far, worst on top.
+// page is a min-heap of the best hits so far, worst on top (sifts written
+// for it: container/heap's interface calls were a tenth of a deep page's
+// ranking).
 type page []hit
 
-func (h page) Len() int           { return len(h) }
-func (h page) Less(i, j int) bool { return worse(h[i], h[j]) }
-func (h page) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *page) Push(x any)        { *h = append(*h, x.(hit)) }
-func (h *page) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// offer keeps h if it is among the n best so far.
+// offer keeps x if it is among the n best so far.
 func (h *page) offer(x hit, n int) {
 	switch {
 	case len(*h) < n:
-		heap.Push(h, x)
+		*h = append(*h, x)
+		h.up(len(*h) - 1)
 	case n > 0 && worse((*h)[0], x):
 		(*h)[0] = x
-		heap.Fix(h, 0)
+		h.down(0, len(*h))
+	}
+}
+
+func (h page) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !worse(h[i], h[parent]) {
+			return
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+// down sifts the element at i down the heap of its first n elements.
+func (h page) down(i, n int) {
+	for {
+		j := 2*i + 1
+		if j >= n {
+			return
+		}
+		if j2 := j + 1; j2 < n && worse(h[j2], h[j]) {
+			j = j2
+		}
+		if !worse(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
 	}
 }
 
 // sorted empties the page into a slice, best first.
 func (h *page) sorted() []hit {
-	out := make([]hit, len(*h))
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(hit)
+	out := *h
+	for n := len(out) - 1; n > 0; n-- {
+		out[0], out[n] = out[n], out[0]
+		out.down(0, n)
 	}
+	// The worst went to the end first: out is now best first.
+	*h = nil
 	return out
 }
 
