@@ -390,17 +390,16 @@ var boards = sync.Pool{New: func() any { return new(board) }}
 const pruneSlack = 1e-9
 
 // run scores the docs matching the query, a block of doc numbers at a
-// time, and keeps the n best that pass g. In a block, the essential must
-// terms mark the docs they match; then every term, in the order Bleve
-// sums them, adds its score to the marked docs it matches; then the
-// marked docs' scores are finished and offered to the page. At first
-// every must term is essential. Once the page is full, a must term is not
-// essential if a doc matching only it and the other non-essential terms
-// (and every should term) cannot reach the page's lowest score: the
-// longest lists are made non-essential first, as many as that allows, so
-// their docs are walked past, not scored. With count, every must term
-// stays essential, and every match is counted; otherwise the count is of
-// the docs scored.
+// time, and keeps the n best that pass g. In a block, every term in the
+// order Bleve sums them adds its score to the docs it matches: an
+// essential must term to every one, marking it, the others only to marked
+// docs; then the marked docs' scores are finished and offered to the
+// page. At first every must term is essential. Once the page is full, the
+// last must terms (the longest lists) are not essential while a doc
+// matching only them (and every should term) cannot reach the page's
+// lowest score (prune), so their docs are walked past, not scored. With
+// count, every must term stays essential, and every match is counted;
+// otherwise the count is of the docs scored.
 func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, uint64, error) {
 	if n <= 0 && !count {
 		return nil, 0, nil
@@ -414,17 +413,12 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 		}
 	}
 	rk.coordination()
-	// Each term's leaves' positions, and where the block began.
-	pos, start := make([][]int, len(rk.terms)), make([][]int, len(rk.terms))
+	// Each term's leaves' positions.
+	pos := make([][]int, len(rk.terms))
 	for ti := range rk.terms {
-		pos[ti], start[ti] = make([]int, len(rk.terms[ti].leaves)), make([]int, len(rk.terms[ti].leaves))
+		pos[ti] = make([]int, len(rk.terms[ti].leaves))
 	}
-	essential := make([]bool, len(rk.terms))
-	for _, ti := range rk.must {
-		essential[ti] = true
-	}
-	byLength := slices.Clone(rk.must)
-	slices.SortStableFunc(byLength, func(a, b int) int { return rk.terms[b].postings() - rk.terms[a].postings() })
+	ess := len(rk.must) // rk.must[:ess] are essential
 	shouldUB := 0.0
 	for _, ti := range rk.should {
 		shouldUB += rk.terms[ti].ub
@@ -444,36 +438,14 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 		end := uint32(min(base+len(b.slots), docs))
 		if !count && len(best) == n && best[0].score > theta {
 			theta = best[0].score
-			rk.prune(essential, byLength, shouldUB, theta)
+			ess = rk.prune(ess, shouldUB, theta)
 		}
 		// A doc's sums run in the order Bleve's do: the terms in order.
-		// While no non-essential must term comes before an essential one
-		// (the longest lists are made non-essential first, and the must
-		// terms are in order of length), each essential term marks the
-		// docs it adds to, and the terms after only add to marked docs.
-		// Otherwise the essential terms mark first, then every term adds.
-		if marksInOrder(rk.must, essential) {
-			for gi, idx := range [2][]int{rk.must, rk.should} {
-				for _, ti := range idx {
-					rk.terms[ti].add(b, gi, uint32(base), end, pos[ti], gi == 0 && essential[ti])
-				}
-			}
-		} else {
-			for ti := range pos {
-				copy(start[ti], pos[ti])
-			}
-			for _, ti := range rk.must {
-				if essential[ti] {
-					rk.terms[ti].mark(b, uint32(base), end, pos[ti])
-				} else {
-					rk.terms[ti].skip(end, pos[ti])
-				}
-			}
-			for gi, idx := range [2][]int{rk.must, rk.should} {
-				for _, ti := range idx {
-					copy(pos[ti], start[ti])
-					rk.terms[ti].add(b, gi, uint32(base), end, pos[ti], false)
-				}
+		// The essential terms, first in that order, mark the docs they
+		// add to; the others only add to marked docs.
+		for gi, idx := range [2][]int{rk.must, rk.should} {
+			for i, ti := range idx {
+				rk.terms[ti].add(b, gi, uint32(base), end, pos[ti], gi == 0 && i < ess)
 			}
 		}
 		for w, word := range b.marked {
@@ -503,45 +475,28 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 	return best.sorted(), total, nil
 }
 
-// marksInOrder reports whether every essential term of must comes before
-// every non-essential one.
-func marksInOrder(must []int, essential []bool) bool {
-	seen := false // a non-essential term
-	for _, ti := range must {
-		if !essential[ti] {
-			seen = true
-		} else if seen {
-			return false
-		}
+// prune is how many of the must terms stay essential, the others being
+// the last ones (the longest lists, must being in order of length): from
+// the last back, a term is not essential while a doc that matches only
+// the non-essential terms and the should terms stays below theta. ess is
+// how many are essential now.
+func (rk *ranker) prune(ess int, shouldUB, theta float64) int {
+	sum := 0.0
+	for _, ti := range rk.must[ess:] {
+		sum += rk.terms[ti].ub
 	}
-	return true
-}
-
-// prune makes must terms non-essential, longest first, while a doc that
-// matches only them and the should terms stays below theta.
-func (rk *ranker) prune(essential []bool, byLength []int, shouldUB, theta float64) {
-	sum, k := 0.0, 0
-	for _, ti := range byLength {
-		if !essential[ti] {
-			sum += rk.terms[ti].ub
-			k++
-		}
-	}
-	for _, ti := range byLength {
-		if !essential[ti] {
-			continue
-		}
-		s := sum + rk.terms[ti].ub
+	for ; ess > 0; ess-- {
+		s := sum + rk.terms[rk.must[ess-1]].ub
 		bound := s
 		if len(rk.must) > 1 {
-			bound *= rk.coord[0][k+1]
+			bound *= rk.coord[0][len(rk.must)-ess+1]
 		}
 		if (bound+shouldUB)*(1+pruneSlack) >= theta {
-			continue
+			break
 		}
-		essential[ti] = false
-		sum, k = s, k+1
+		sum = s
 	}
+	return ess
 }
 
 // final is a doc's score from its sums: per group, the sum times its
@@ -559,27 +514,6 @@ func (rk *ranker) final(sl *slot) float64 {
 		score += should
 	}
 	return score
-}
-
-// mark marks the block's docs (from base, before end) the term matches;
-// pos holds each leaf's position and is moved to end.
-func (t *term) mark(b *board, base, end uint32, pos []int) {
-	for li := range t.leaves {
-		docs := t.leaves[li].list.docs
-		p := pos[li]
-		for ; p < len(docs) && docs[p] < end; p++ {
-			i := docs[p] - base
-			b.marked[i>>6] |= 1 << (i & 63)
-		}
-		pos[li] = p
-	}
-}
-
-// skip moves the leaves' positions to end.
-func (t *term) skip(end uint32, pos []int) {
-	for li := range t.leaves {
-		pos[li] = blockEnd(t.leaves[li].list.docs, pos[li], end)
-	}
 }
 
 // add adds the term's score at the docs of the block it matches to group
@@ -693,15 +627,6 @@ func (t *term) addAny(b *board, g int, base, end uint32, pos []int, mark bool) {
 			b.put(i, g, t.sat(x, k))
 		}
 	}
-}
-
-// postings is how many postings the term's leaves hold.
-func (t *term) postings() int {
-	n := 0
-	for _, l := range t.leaves {
-		n += len(l.list.docs)
-	}
-	return n
 }
 
 // coordination sets the factors per group by how many of its terms match.
