@@ -78,6 +78,7 @@ type Hit struct {
 	ID    string
 	Score int     // 0-100, calibrated per index, monotone in Raw
 	Raw   float64 // the engine's score
+	doc   uint64  // the doc's number in the snapshot ranked: ties fall in its order
 }
 
 // SearchResult is one page of a ranking.

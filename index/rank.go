@@ -63,10 +63,11 @@ import (
 // scores agree to the bit on amd64; tests compare the two on hundreds of
 // queries, so the board is checked against Bleve's searchers.
 
-// rankText returns the n best docs matching m (m.text non-empty), best
-// first, ties in index order, and with count how many docs match (else
-// how many it scored: it stops scoring docs that cannot reach the page).
-func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m matched, n int, count bool) ([]Hit, uint64, error) {
+// rankText returns the n best docs matching m (m.text non-empty) that
+// score floor or more (math.Inf(-1): every one), best first, ties in
+// index order, and with count how many docs match (else how many it
+// scored: it stops scoring docs that cannot reach the page).
+func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m matched, n int, count bool, floor float64) ([]Hit, uint64, error) {
 	rk := ranker{}
 	if err := rk.open(ctx, ix, r, m.text, m.filter != nil || m.hidden != nil); err != nil {
 		return nil, 0, err
@@ -76,7 +77,7 @@ func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m match
 		return nil, 0, err
 	}
 	defer g.close()
-	hits, total, err := rk.run(ctx, &g, n, count)
+	hits, total, err := rk.run(ctx, &g, n, count, floor)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -88,7 +89,7 @@ func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m match
 		if err != nil {
 			return nil, 0, fmt.Errorf("index: search: %w", err)
 		}
-		out = append(out, Hit{ID: ext, Raw: h.score})
+		out = append(out, Hit{ID: ext, Raw: h.score, doc: h.doc})
 	}
 	return out, total, nil
 }
@@ -390,17 +391,17 @@ var boards = sync.Pool{New: func() any { return new(board) }}
 const pruneSlack = 1e-9
 
 // run scores the docs matching the query, a block of doc numbers at a
-// time, and keeps the n best that pass g. In a block, every term in the
+// time, and keeps the n best that pass g and score floor or more. In a block, every term in the
 // order Bleve sums them adds its score to the docs it matches: an
 // essential must term to every one, marking it, the others only to marked
 // docs; then the marked docs' scores are finished and offered to the
-// page. At first every must term is essential. Once the page is full, the
-// last must terms (the longest lists) are not essential while a doc
-// matching only them (and every should term) cannot reach the page's
-// lowest score (prune), so their docs are walked past, not scored. With
+// page. At first every must term is essential. Once the page is full (or
+// from the start, with a floor), the last must terms (the longest lists)
+// are not essential while a doc matching only them (and every should
+// term) cannot reach the page's lowest score or the floor (prune), so their docs are walked past, not scored. With
 // count, every must term stays essential, and every match is counted;
 // otherwise the count is of the docs scored.
-func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, uint64, error) {
+func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, floor float64) ([]hit, uint64, error) {
 	if n <= 0 && !count {
 		return nil, 0, nil
 	}
@@ -427,7 +428,8 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 	b := boards.Get().(*board)
 	defer boards.Put(b)
 	best := make(page, 0, min(n, 1024))
-	theta := math.Inf(-1) // the page's lowest score once full
+	theta := floor           // no doc scoring less can make the page
+	prunedAt := math.Inf(-1) // theta when the essential terms were chosen
 	var total uint64
 	for base := 0; base < docs; base += len(b.slots) {
 		if err := ctx.Err(); err != nil {
@@ -436,8 +438,11 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 			return nil, 0, fmt.Errorf("index: search: %w", err)
 		}
 		end := uint32(min(base+len(b.slots), docs))
-		if !count && len(best) == n && best[0].score > theta {
-			theta = best[0].score
+		if len(best) == n {
+			theta = max(theta, best[0].score)
+		}
+		if !count && theta > prunedAt {
+			prunedAt = theta
 			ess = rk.prune(ess, shouldUB, theta)
 		}
 		// A doc's sums run in the order Bleve's do: the terms in order.
@@ -458,6 +463,9 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool) ([]hit, 
 				sl := &b.slots[i]
 				score := rk.final(sl)
 				*sl = slot{}
+				if score < floor {
+					continue
+				}
 				d := uint64(base + i)
 				if admitted, err := g.admit(d); err != nil {
 					clear(b.slots[:])

@@ -1,7 +1,9 @@
 package index
 
 import (
+	"cmp"
 	"context"
+	"math"
 	"slices"
 	"strings"
 
@@ -142,17 +144,25 @@ func (p *textPlan) sub(idx []int) (textPlan, bool) {
 
 // fuse re-ranks whole, the n best docs of m, with the rankings of m's
 // parts: a doc scores the largest of its score for m and its scaled scores
-// for the parts (see partWeight). Ties fall by whole's order, then by the
-// parts' (in request order). The top n is exact: a doc in no list scores
-// at most the largest of whole's last score and the parts' scaled last
-// scores, so a part whose scaled last still reaches the n-th fused score
-// is ranked again, twice as deep. Ranking a part costs its postings, not
-// its depth, so parts start at partDepth.
+// for the parts (see partWeight). Ties fall in index order. The top n is
+// exact: a doc in no list scores at most the largest of whole's last
+// score and the parts' scaled last scores, so a part whose scaled last
+// still reaches the n-th fused score is ranked again, twice as deep; and a
+// part is ranked only above whole's n-th score (a floor: scaled, a doc
+// under it scores less still, and the fused n-th is at least that), so it
+// prunes from its first block. Ranking a part costs its postings, not its
+// depth, so parts start at partDepth.
 func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, parts []textPlan, whole []Hit, n int) ([]Hit, error) {
 	if len(whole) == 0 {
 		return whole, nil
 	}
 	best := whole[0].Raw
+	// A part's doc scoring under whole's n-th score can change nothing:
+	// scaled it scores less still, and the fused n-th is at least that.
+	floor := math.Inf(-1)
+	if len(whole) >= n {
+		floor = whole[n-1].Raw
+	}
 	lists := make([][]Hit, len(parts))
 	depth := make([]int, len(parts))
 	for i := range depth {
@@ -165,7 +175,7 @@ func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, 
 			}
 			pm := m
 			pm.text = &parts[i]
-			h, _, err := ix.rankText(ctx, r, pm, depth[i], false)
+			h, _, err := ix.rankText(ctx, r, pm, depth[i], false, floor)
 			if err != nil {
 				return nil, err
 			}
@@ -207,31 +217,26 @@ func scale(hits []Hit, best float64) float64 {
 
 // merge is the n best docs of whole and the parts' lists by fused score.
 func merge(whole []Hit, lists [][]Hit, best float64, n int) []Hit {
-	type cand struct {
-		raw  float64
-		rank int // order among the docs first seen in whole, then in the parts
+	at := make(map[string]int, len(whole)*(1+len(lists))) // index into out
+	out := make([]Hit, 0, len(whole)*(1+len(lists)))
+	for _, h := range whole {
+		at[h.ID] = len(out)
+		out = append(out, h)
 	}
-	byID := make(map[string]*cand, len(whole)*(1+len(lists)))
-	for i, h := range whole {
-		byID[h.ID] = &cand{raw: h.Raw, rank: i}
-	}
-	next := len(whole)
 	for _, hits := range lists {
 		f := scale(hits, best)
 		for _, h := range hits {
-			c, ok := byID[h.ID]
-			if !ok {
-				c = &cand{rank: next}
-				next++
-				byID[h.ID] = c
+			if i, ok := at[h.ID]; ok {
+				out[i].Raw = max(out[i].Raw, f*h.Raw)
+				continue
 			}
-			c.raw = max(c.raw, f*h.Raw)
+			h.Raw *= f
+			at[h.ID] = len(out)
+			out = append(out, h)
 		}
 	}
-	out := make([]Hit, 0, len(byID))
-	for id, c := range byID {
-		out = append(out, Hit{ID: id, Raw: c.raw})
-	}
+	// Ties fall in index order, as in every ranking, so that a page is the
+	// same whatever its size.
 	slices.SortFunc(out, func(a, b Hit) int {
 		switch {
 		case a.Raw > b.Raw:
@@ -239,7 +244,7 @@ func merge(whole []Hit, lists [][]Hit, best float64, n int) []Hit {
 		case a.Raw < b.Raw:
 			return 1
 		}
-		return byID[a.ID].rank - byID[b.ID].rank
+		return cmp.Compare(a.doc, b.doc)
 	})
 	return out[:min(len(out), n)]
 }

@@ -1,7 +1,9 @@
 package index
 
 import (
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +31,66 @@ func TestSentences(t *testing.T) {
 				t.Errorf("sentences(%q) = %q, want %q", tc.text, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFusedPagesAgree checks that a request of several parts ranks the
+// same first page whatever the page size: a page of n hits ranks its
+// parts only above the whole request's n-th score (a floor), and must
+// agree with a ranking of every match, where there is no floor.
+func TestFusedPagesAgree(t *testing.T) {
+	ix, err := OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	rng := rand.New(rand.NewPCG(21, 4))
+	vocab := rankCorpus(t, ix, rng)
+	zipf := rand.NewZipf(rng, 1.05, 1, uint64(len(vocab)-1))
+	sentence := func() string {
+		var w []string
+		for range 3 + rng.IntN(5) {
+			w = append(w, vocab[zipf.Uint64()])
+		}
+		return strings.Join(w, " ")
+	}
+	split := 0
+	for q := range 100 {
+		text := sentence() + ". " + sentence() + "? " + sentence()
+		if q%3 == 0 {
+			text += "; " + sentence()
+		}
+		deep, err := ix.search(t.Context(), SearchRequest{Text: text, Size: maxSearchSize}, 0, maxSearchSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if deep.More {
+			continue // more matches than one ranking holds: it has a floor too
+		}
+		for _, size := range []int{1, 5, 10} {
+			page, err := ix.search(t.Context(), SearchRequest{Text: text, Size: size}, 0, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := deep.Hits[:min(size, len(deep.Hits))]
+			if !slices.EqualFunc(page.Hits, want, func(a, b Hit) bool { return a.ID == b.ID && a.Raw == b.Raw }) {
+				t.Fatalf("%q size %d:\n%+v\nthe first of every match:\n%+v", text, size, page.Hits, want)
+			}
+		}
+		r, gen, err := ix.snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := ix.matchQuery(t.Context(), r, gen, text, nil, nil)
+		_ = r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.text != nil && ix.parts(m.text, text) != nil {
+			split++
+		}
+	}
+	if split < 50 {
+		t.Fatalf("only %d of 100 requests were compared split into parts", split)
 	}
 }
