@@ -85,6 +85,22 @@ func rankCorpus(t testing.TB, ix *Index, rng *rand.Rand) []string {
 	return vocab
 }
 
+// zipfIndex is an in-memory index of rankCorpus (in Bleve's scoring with
+// bleve), closed at the end of the test, the generator it was made with,
+// and queries' words: vocab drawn by zipf.
+func zipfIndex(t *testing.T, bleve bool, seed1, seed2 uint64) (*Index, *rand.Rand, []string, *rand.Zipf) {
+	t.Helper()
+	ix, err := OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ix.Close() })
+	ix.bleveScoring = bleve
+	rng := rand.New(rand.NewPCG(seed1, seed2))
+	vocab := rankCorpus(t, ix, rng)
+	return ix, rng, vocab, rand.NewZipf(rng, 1.05, 1, uint64(len(vocab)-1))
+}
+
 // scoreTolerance is how far rankText's scores may be from Bleve's,
 // relatively: not at all where Go does not fuse multiply-adds (amd64).
 func scoreTolerance() float64 {
@@ -137,21 +153,13 @@ func bleveRanking(t testing.TB, ix *Index, req SearchRequest) ([]Hit, uint64) {
 // scores, and with Count the same total, for every mix of rare and common
 // terms, filters, viewers, page offsets and sizes.
 func TestRankTextMatchesBleve(t *testing.T) {
-	ix, err := OpenMemory()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix.bleveScoring = true // Bleve's scoring: the oracle's
-	defer ix.Close()
 	// A fixed seed keeps CI deterministic; 30 random seeds passed when
 	// this was written (set ARDX_RANK_SEED to try another).
 	seed := uint64(7)
 	if v, err := strconv.ParseUint(os.Getenv("ARDX_RANK_SEED"), 10, 64); err == nil {
 		seed = v
 	}
-	rng := rand.New(rand.NewPCG(seed, 11))
-	vocab := rankCorpus(t, ix, rng)
-	zipf := rand.NewZipf(rng, 1.05, 1, uint64(len(vocab)-1))
+	ix, rng, vocab, zipf := zipfIndex(t, true, seed, 11) // Bleve's scoring: the oracle's
 	ctx := context.Background()
 	tolerance := scoreTolerance()
 	compared := 0
@@ -394,14 +402,7 @@ func TestAbsentTerms(t *testing.T) {
 // over an index of several segments with deleted docs, where the
 // relevance cutoff and the name softening both apply.
 func TestRankTextMatchesFormula(t *testing.T) {
-	ix, err := OpenMemory()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
-	rng := rand.New(rand.NewPCG(5, 13))
-	vocab := rankCorpus(t, ix, rng)
-	zipf := rand.NewZipf(rng, 1.05, 1, uint64(len(vocab)-1))
+	ix, rng, vocab, zipf := zipfIndex(t, false, 5, 13)
 	ctx := context.Background()
 	for q := range 200 {
 		n := 1 + rng.IntN(6)

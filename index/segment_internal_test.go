@@ -1,7 +1,6 @@
 package index
 
 import (
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -39,14 +38,7 @@ func TestSentences(t *testing.T) {
 // parts only above the whole request's n-th score (a floor), and must
 // agree with a ranking of every match, where there is no floor.
 func TestFusedPagesAgree(t *testing.T) {
-	ix, err := OpenMemory()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
-	rng := rand.New(rand.NewPCG(21, 4))
-	vocab := rankCorpus(t, ix, rng)
-	zipf := rand.NewZipf(rng, 1.05, 1, uint64(len(vocab)-1))
+	ix, rng, vocab, zipf := zipfIndex(t, false, 21, 4)
 	sentence := func() string {
 		var w []string
 		for range 3 + rng.IntN(5) {
