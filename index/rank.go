@@ -374,7 +374,9 @@ type slot struct {
 }
 
 // board holds the running sums of the docs of one block, and which of
-// them are marked: matched by an essential term.
+// them are marked: matched by an essential term. Boards are pooled; one
+// goes back only clear (a search cut short leaves its board to the
+// collector).
 type board struct {
 	slots  [1 << blockBits]slot
 	marked [1 << blockBits / 64]uint64
@@ -391,16 +393,17 @@ var boards = sync.Pool{New: func() any { return new(board) }}
 const pruneSlack = 1e-9
 
 // run scores the docs matching the query, a block of doc numbers at a
-// time, and keeps the n best that pass g and score floor or more. In a block, every term in the
-// order Bleve sums them adds its score to the docs it matches: an
-// essential must term to every one, marking it, the others only to marked
-// docs; then the marked docs' scores are finished and offered to the
-// page. At first every must term is essential. Once the page is full (or
-// from the start, with a floor), the last must terms (the longest lists)
-// are not essential while a doc matching only them (and every should
-// term) cannot reach the page's lowest score or the floor (prune), so their docs are walked past, not scored. With
-// count, every must term stays essential, and every match is counted;
-// otherwise the count is of the docs scored.
+// time, and keeps the n best that pass g and score floor or more. In a
+// block, every term in the order Bleve sums them adds its score to the
+// docs it matches: an essential must term to every one, marking it, the
+// others only to marked docs; then the marked docs' scores are finished
+// and offered to the page. At first every must term is essential. Once
+// the page is full (or from the start, with a floor), the last must terms
+// (the longest lists) are not essential while a doc matching only them
+// (and every should term) cannot reach the page's lowest score or the
+// floor (prune), so their docs are walked past, not scored. With count,
+// every must term stays essential, and every match is counted; otherwise
+// the count is of the docs scored.
 func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, floor float64) ([]hit, uint64, error) {
 	if n <= 0 && !count {
 		return nil, 0, nil
@@ -426,15 +429,18 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, floor fl
 	}
 
 	b := boards.Get().(*board)
-	defer boards.Put(b)
+	clean := false // b is clear again: it may go back to the pool
+	defer func() {
+		if clean {
+			boards.Put(b)
+		}
+	}()
 	best := make(page, 0, min(n, 1024))
 	theta := floor           // no doc scoring less can make the page
 	prunedAt := math.Inf(-1) // theta when the essential terms were chosen
 	var total uint64
 	for base := 0; base < docs; base += len(b.slots) {
 		if err := ctx.Err(); err != nil {
-			clear(b.slots[:])
-			clear(b.marked[:])
 			return nil, 0, fmt.Errorf("index: search: %w", err)
 		}
 		end := uint32(min(base+len(b.slots), docs))
@@ -468,8 +474,6 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, floor fl
 				}
 				d := uint64(base + i)
 				if admitted, err := g.admit(d); err != nil {
-					clear(b.slots[:])
-					clear(b.marked[:])
 					return nil, 0, err
 				} else if admitted {
 					total++
@@ -480,6 +484,7 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, floor fl
 			}
 		}
 	}
+	clean = true
 	return best.sorted(), total, nil
 }
 
