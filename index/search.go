@@ -274,8 +274,9 @@ type queryTerm struct {
 // and the optional group that only adds to the score.
 type textPlan struct {
 	terms  []queryTerm
-	must   []int // indexes into terms: the rare terms, or every term
-	should []int // the common terms when there are rare ones, else empty
+	must   []int  // indexes into terms: the rare terms, or every term
+	should []int  // the common terms when there are rare ones, else empty
+	words  []word // the request's analysed tokens, for its parts (segment.go)
 	docs   uint64
 	// cache says the statistics may be read from and stored in ix.dfs:
 	// the reader is exactly the index generation gen, snapshot snap (see
@@ -294,7 +295,7 @@ type textPlan struct {
 // of them, and the common ones only add to its score. r must have been
 // opened after gen was read.
 func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen uint64, text string) (textPlan, error) {
-	terms := ix.analyseQuery(text)
+	terms, words := ix.analyse(text)
 	if len(terms) == 0 {
 		return textPlan{}, nil
 	}
@@ -304,7 +305,7 @@ func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen ui
 	}
 	// The cache holds statistics of generation gen; they fit r only if no
 	// write began or ended since gen was read, before r was opened.
-	p := textPlan{docs: docs, gen: gen, cache: ix.writing.Load() == 0 && ix.gen.Load() == gen}
+	p := textPlan{docs: docs, words: words, gen: gen, cache: ix.writing.Load() == 0 && ix.gen.Load() == gen}
 	if p.cache {
 		p.snap = snapshotKey(r, gen)
 	}
@@ -445,19 +446,34 @@ func disjunction(qs []query.Query) query.Query {
 
 // analyseQuery returns the distinct analysed terms of text, in order.
 func (ix *Index) analyseQuery(text string) []string {
+	terms, _ := ix.analyse(text)
+	return terms
+}
+
+// word is an analysed term of a request and where its token starts in the
+// request's text.
+type word struct {
+	term string
+	at   int
+}
+
+// analyse returns the distinct analysed terms of text, in order, the first
+// maxQueryTerms of them, and every analysed token as a word, in order.
+func (ix *Index) analyse(text string) ([]string, []word) {
 	tokens := ix.an.text.Analyze([]byte(text))
 	terms := make([]string, 0, len(tokens))
+	words := make([]word, 0, len(tokens))
 	for _, tok := range tokens {
 		t := string(tok.Term)
-		if t == "" || slices.Contains(terms, t) {
+		if t == "" {
 			continue
 		}
-		terms = append(terms, t)
-		if len(terms) == maxQueryTerms {
-			break
+		words = append(words, word{t, tok.Start})
+		if len(terms) < maxQueryTerms && !slices.Contains(terms, t) {
+			terms = append(terms, t)
 		}
 	}
-	return terms
+	return terms, words
 }
 
 // hiddenQuery matches the private docs viewers may not see: every private

@@ -40,11 +40,21 @@ const (
 // Sentences keep their marks and leading space: only their words count.
 func sentences(text string) []string {
 	var out []string
+	for _, r := range sentenceSpans(text) {
+		out = append(out, text[r[0]:r[1]])
+	}
+	return out
+}
+
+// sentenceSpans is where sentences has text's sentences: their byte
+// ranges, in order.
+func sentenceSpans(text string) [][2]int {
+	var out [][2]int
 	start := 0
 	for i := 0; i < len(text); i++ {
 		switch text[i] {
 		case '\n':
-			out = append(out, text[start:i])
+			out = append(out, [2]int{start, i})
 			start = i + 1
 		case '.', '!', '?', ';':
 			j := i + 1
@@ -52,13 +62,13 @@ func sentences(text string) []string {
 				j++
 			}
 			if j == len(text) || text[j] == ' ' || text[j] == '\t' || text[j] == '\r' || text[j] == '\n' {
-				out = append(out, text[start:j])
+				out = append(out, [2]int{start, j})
 				start, i = j, j-1
 			}
 		}
 	}
 	if strings.TrimSpace(text[start:]) != "" {
-		out = append(out, text[start:])
+		out = append(out, [2]int{start, len(text)})
 	}
 	return out
 }
@@ -73,10 +83,15 @@ func (ix *Index) parts(p *textPlan, text string) []textPlan {
 		return nil
 	}
 	var sets [][]int // per part, indexes into p.terms, ascending
-	for _, s := range sentences(text) {
+	w := 0           // into p.words, which are in text order
+	for _, span := range sentenceSpans(text) {
 		var idx []int
-		for _, t := range ix.analyseQuery(s) {
-			if ti := slices.IndexFunc(p.terms, func(qt queryTerm) bool { return qt.term == t }); ti >= 0 {
+		for ; w < len(p.words) && p.words[w].at < span[1]; w++ {
+			if p.words[w].at < span[0] {
+				continue
+			}
+			t := p.words[w].term
+			if ti := slices.IndexFunc(p.terms, func(qt queryTerm) bool { return qt.term == t }); ti >= 0 && !slices.Contains(idx, ti) {
 				idx = append(idx, ti)
 			}
 		}
