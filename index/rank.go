@@ -280,16 +280,6 @@ func (s termsByCount) Len() int           { return len(s.idx) }
 func (s termsByCount) Less(i, j int) bool { return s.counts[s.idx[i]] < s.counts[s.idx[j]] }
 func (s termsByCount) Swap(i, j int)      { s.idx[i], s.idx[j] = s.idx[j], s.idx[i] }
 
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // hit is a scored doc.
 type hit struct {
 	doc   uint64
@@ -534,13 +524,17 @@ func (rk *ranker) final(sl *slot) float64 {
 // the score is the sum of its matching leaves in leaf order, saturated
 // once. pos holds each leaf's position and is moved to end.
 func (t *term) add(b *board, g int, base, end uint32, pos []int, mark bool) {
-	switch len(t.leaves) {
-	case 1:
+	if len(t.leaves) == 1 {
 		t.add1(b, g, base, end, pos, mark)
-	case 2:
+	} else {
 		t.add2(b, g, base, end, pos, mark)
-	default:
-		t.addAny(b, g, base, end, pos, mark)
+	}
+}
+
+// A term has a leaf per text field that holds it: add handles one or two.
+func init() {
+	if len(textFields) > 2 {
+		panic("index: add handles terms in at most two text fields")
 	}
 }
 
@@ -613,33 +607,6 @@ func (t *term) add2(b *board, g int, base, end uint32, pos []int, mark bool) {
 func blockEnd(docs []uint32, p int, end uint32) int {
 	n := len(docs) - p
 	return p + sort.Search(n, func(i int) bool { return docs[p+i] >= end })
-}
-
-// addAny is add for a term in any number of fields.
-func (t *term) addAny(b *board, g int, base, end uint32, pos []int, mark bool) {
-	ls := t.leaves
-	for {
-		d := end
-		for li := range ls {
-			if p := pos[li]; p < len(ls[li].list.docs) {
-				d = min(d, ls[li].list.docs[p])
-			}
-		}
-		if d >= end {
-			return
-		}
-		x, k := 0.0, 0
-		for li := range ls {
-			if p := pos[li]; p < len(ls[li].list.docs) && ls[li].list.docs[p] == d {
-				x += ls[li].list.s[p] * ls[li].qw
-				k++
-				pos[li]++
-			}
-		}
-		if i := d - base; b.take(i, mark) {
-			b.put(i, g, t.sat(x, k))
-		}
-	}
 }
 
 // coordination sets the factors per group by how many of its terms match.

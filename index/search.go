@@ -319,21 +319,19 @@ func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen ui
 			qt = queryTerm{term: t}
 			// A word in no dictionary (a typo, a word never indexed) is
 			// cached too: requests repeat such words as much as others.
-			absent := p.snap != "" && ix.postings.absent(p.snap, r, t)
-			for fi, f := range textFields {
-				if absent {
-					break
-				}
-				tfr, err := r.TermFieldReader(ctx, []byte(t), f.name, false, false, false)
-				if err != nil {
-					return textPlan{}, fmt.Errorf("index: search: %w", err)
-				}
-				n := tfr.Count()
-				_ = tfr.Close()
-				if n > 0 {
-					qt.fields = append(qt.fields, fi)
-					qt.df = append(qt.df, n)
-					qt.maxDF = max(qt.maxDF, n)
+			if p.snap == "" || !ix.postings.absent(p.snap, r, t) {
+				for fi, f := range textFields {
+					tfr, err := r.TermFieldReader(ctx, []byte(t), f.name, false, false, false)
+					if err != nil {
+						return textPlan{}, fmt.Errorf("index: search: %w", err)
+					}
+					n := tfr.Count()
+					_ = tfr.Close()
+					if n > 0 {
+						qt.fields = append(qt.fields, fi)
+						qt.df = append(qt.df, n)
+						qt.maxDF = max(qt.maxDF, n)
+					}
 				}
 			}
 			if p.cache && len(qt.term) <= maxCachedTermBytes {
