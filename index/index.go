@@ -170,6 +170,10 @@ type Index struct {
 	// compare the ranker with Bleve's searchers turn it on before the
 	// first search.
 	bleveScoring bool
+	// blockDocs, when set, is the ranker's block of doc numbers, smaller
+	// than the board holds (rank.go): tests set it so that an index of a
+	// few thousand docs spans many blocks and the ranker prunes.
+	blockDocs int
 }
 
 // Options tune OpenWith.

@@ -133,11 +133,16 @@ type ranker struct {
 	must, should []int        // indexes into terms, in the order Bleve sums them
 	coord        [2][]float64 // per group, the coordination factor by terms matched
 	bleve        bool         // Index.bleveScoring
+	block        int          // docs a block: the board's, or Index.blockDocs
 }
 
 // open sets up the terms, their leaves and weights.
 func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader, p *textPlan, wrapped bool) error {
 	rk.bleve = ix.bleveScoring
+	rk.block = 1 << blockBits
+	if ix.blockDocs > 0 {
+		rk.block = min(rk.block, ix.blockDocs)
+	}
 	br, ok := r.(bleveindex.BM25Reader)
 	if !ok {
 		return fmt.Errorf("index: search: reader has no BM25 statistics")
@@ -429,11 +434,11 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, floor fl
 	theta := floor           // no doc scoring less can make the page
 	prunedAt := math.Inf(-1) // theta when the essential terms were chosen
 	var total uint64
-	for base := 0; base < docs; base += len(b.slots) {
+	for base := 0; base < docs; base += rk.block {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, fmt.Errorf("index: search: %w", err)
 		}
-		end := uint32(min(base+len(b.slots), docs))
+		end := uint32(min(base+rk.block, docs))
 		if len(best) == n {
 			theta = max(theta, best[0].score)
 		}

@@ -96,6 +96,7 @@ func zipfIndex(t *testing.T, bleve bool, seed1, seed2 uint64) (*Index, *rand.Ran
 	}
 	t.Cleanup(func() { _ = ix.Close() })
 	ix.bleveScoring = bleve
+	ix.blockDocs = 256 // many blocks: the ranker prunes
 	rng := rand.New(rand.NewPCG(seed1, seed2))
 	vocab := rankCorpus(t, ix, rng)
 	return ix, rng, vocab, rand.NewZipf(rng, 1.05, 1, uint64(len(vocab)-1))
@@ -118,6 +119,9 @@ func sameRanking(t testing.TB, label string, got, want []Hit, tol float64, sameI
 		t.Fatalf("%s: %d hits, Bleve %d", label, len(got), len(want))
 	}
 	for i := range want {
+		if math.IsNaN(got[i].Raw) || math.IsNaN(want[i].Raw) {
+			t.Fatalf("%s: hit %d scores NaN: %v, Bleve %v", label, i, got[i], want[i])
+		}
 		if (sameIDs && got[i].ID != want[i].ID) || math.Abs(got[i].Raw-want[i].Raw) > tol*want[i].Raw {
 			t.Fatalf("%s: hit %d is %s %v, Bleve %s %v", label, i, got[i].ID, got[i].Raw, want[i].ID, want[i].Raw)
 		}
@@ -307,6 +311,7 @@ func TestRankTextTies(t *testing.T) {
 		t.Fatal(err)
 	}
 	ix.bleveScoring = true // Bleve's scoring: the oracle's
+	ix.blockDocs = 256     // many blocks: the ranker prunes
 	defer ix.Close()
 	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
 	var docs []Doc
@@ -433,7 +438,46 @@ func TestRankTextMatchesFormula(t *testing.T) {
 				}
 			}
 		}
+		// With a floor (how a request's parts are ranked), the page is
+		// the page's hits that score the floor or more (those within
+		// rounding of it either way).
+		if len(want) > 1 {
+			floor := want[len(want)/2].Raw
+			got := floorRanking(t, ix, req.Text, req.Size, floor)
+			surely, maybe := 0, 0
+			for _, h := range want {
+				if h.Raw > floor*(1+1e-12) {
+					surely++
+				}
+				if h.Raw >= floor*(1-1e-12) {
+					maybe++
+				}
+			}
+			if len(got) < surely || len(got) > maybe {
+				t.Fatalf("%q floor %v: %d hits, want %d to %d", req.Text, floor, len(got), surely, maybe)
+			}
+			sameRanking(t, fmt.Sprintf("%q floor", req.Text), got, want[:len(got)], 1e-12, false)
+		}
 	}
+}
+
+// floorRanking is rankText's n best for text scoring floor or more.
+func floorRanking(t *testing.T, ix *Index, text string, n int, floor float64) []Hit {
+	t.Helper()
+	r, gen, err := ix.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	m, err := ix.matchQuery(context.Background(), r, gen, text, nil, []string{"a.test", "b.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, _, err := ix.rankText(context.Background(), r, m, n, false, floor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits
 }
 
 // formulaRanking is the top size docs for text by the BM25F of rank.go's
@@ -502,7 +546,10 @@ func formulaRanking(t *testing.T, ix *Index, text string, size int) ([]Hit, uint
 				k++
 			}
 		}
-		return sum * math.Sqrt(float64(k)/float64(len(idx))), k > 0
+		if k == 0 {
+			return 0, false
+		}
+		return sum * math.Sqrt(float64(k)/float64(len(idx))), true
 	}
 	var hits []Hit
 	for id, xs := range x {

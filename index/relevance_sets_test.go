@@ -381,3 +381,45 @@ func longRequests(set relSet) relSet {
 }
 
 // TestPruningKeepsRanking checks the ranker's pruning against its own
+
+// TestPruningKeepsRanking checks the ranker's pruning against its own
+// unpruned ranking (Count scores every match) in the form in use, on
+// toolsdk operations (8,010 docs, so the relevance cutoff's rare and common
+// groups both occur) with natural-language requests of every length, one
+// and two intents: the same page, the same order, the same raw scores. The
+// oracle tests check pruning against Bleve in Bleve's form; this one checks
+// the BM25F bounds (saturation, square-root coordination).
+func TestPruningKeepsRanking(t *testing.T) {
+	if testing.Short() {
+		t.Skip("relevance evaluation is slow; skipped with -short")
+	}
+	ops := toolsdkOperations(t)
+	ix := mustOpenMemory(t)
+	index.SetBlockDocs(ix, 512) // 16 blocks: the ranker prunes
+	mustPut(t, ix, ops.docs)
+	var texts []string
+	for i, q := range metaToolSet(t).queries {
+		if i%40 == 0 {
+			texts = append(texts, q.text)
+		}
+	}
+	for _, q := range multiIntent(ops, 300).queries {
+		texts = append(texts, q.text)
+	}
+	for _, text := range texts {
+		for _, size := range []int{1, 10} {
+			all, err := ix.Search(t.Context(), index.SearchRequest{Text: text, Size: size, Count: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pruned, err := ix.Search(t.Context(), index.SearchRequest{Text: text, Size: size})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(pruned.Hits, all.Hits) {
+				t.Fatalf("%q size %d: pruned %v, unpruned %v", text, size, pruned.Hits, all.Hits)
+			}
+		}
+	}
+	t.Logf("%d queries", len(texts))
+}

@@ -1,0 +1,5 @@
+package index
+
+// SetBlockDocs makes ix's ranker work in blocks of n doc numbers (see
+// Index.blockDocs), so that tests over a few thousand docs see pruning.
+func SetBlockDocs(ix *Index, n int) { ix.blockDocs = n }
