@@ -106,7 +106,7 @@ func (ix *Index) calibrate(ctx context.Context, gen uint64) *calibration {
 			if len(p.terms) == 0 {
 				continue
 			}
-			hits, _, err := ix.rankText(ctx, r, matched{text: &p}, 1, false, math.Inf(-1))
+			hits, _, err := ix.rankText(ctx, r, matched{text: &p}, 1, false, noCut)
 			if err != nil {
 				break
 			}

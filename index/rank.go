@@ -64,10 +64,10 @@ import (
 // queries, so the board is checked against Bleve's searchers.
 
 // rankText returns the n best docs matching m (m.text non-empty) that
-// score floor or more (math.Inf(-1): every one), best first, ties in
-// index order, and with count how many docs match (else how many it
-// scored: it stops scoring docs that cannot reach the page).
-func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m matched, n int, count bool, floor float64) ([]Hit, uint64, error) {
+// reach c (every one with noCut), best first, ties in index order, and
+// with count how many docs match (else how many it scored: it stops
+// scoring docs that cannot reach the page).
+func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m matched, n int, count bool, c cut) ([]Hit, uint64, error) {
 	rk := ranker{}
 	if err := rk.open(ctx, ix, r, m.text, m.filter != nil || m.hidden != nil); err != nil {
 		return nil, 0, err
@@ -77,7 +77,7 @@ func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m match
 		return nil, 0, err
 	}
 	defer g.close()
-	hits, total, err := rk.run(ctx, &g, n, count, floor)
+	hits, total, err := rk.run(ctx, &g, n, count, c)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -93,6 +93,17 @@ func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m match
 	}
 	return out, total, nil
 }
+
+// cut is the least score a ranking wants: floor, and rise times the best
+// score found so far (rise in [0, 1], so the best itself is always kept).
+// A part of a request (segment.go) is scaled down by its best score, so
+// its docs under a bar that rises with that best cannot reach the page.
+type cut struct {
+	floor, rise float64
+}
+
+// noCut wants every doc.
+var noCut = cut{floor: math.Inf(-1)}
 
 // leaf is one term in one field: its decoded postings and query weight.
 type leaf struct {
@@ -393,13 +404,13 @@ const pruneSlack = 1e-9
 // docs it matches: an essential must term to every one, marking it, the
 // others only to marked docs; then the marked docs' scores are finished
 // and offered to the page. At first every must term is essential. Once
-// the page is full (or from the start, with a floor), the last must terms
+// the page is full (or from the start, with a cut), the last must terms
 // (the longest lists) are not essential while a doc matching only them
 // (and every should term) cannot reach the page's lowest score or the
-// floor (prune), so their docs are walked past, not scored. With count,
+// cut (prune), so their docs are walked past, not scored. With count,
 // every must term stays essential, and every match is counted; otherwise
 // the count is of the docs scored.
-func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, floor float64) ([]hit, uint64, error) {
+func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, c cut) ([]hit, uint64, error) {
 	if n <= 0 && !count {
 		return nil, 0, nil
 	}
@@ -431,6 +442,8 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, floor fl
 		}
 	}()
 	best := make(page, 0, min(n, 1024))
+	floor := c.floor         // no doc scoring less is wanted
+	top := math.Inf(-1)      // the best score so far
 	theta := floor           // no doc scoring less can make the page
 	prunedAt := math.Inf(-1) // theta when the essential terms were chosen
 	var total uint64
@@ -439,6 +452,10 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, floor fl
 			return nil, 0, fmt.Errorf("index: search: %w", err)
 		}
 		end := uint32(min(base+rk.block, docs))
+		if c.rise > 0 && len(best) > 0 {
+			floor = max(floor, c.rise*top)
+			theta = max(theta, floor)
+		}
 		if len(best) == n {
 			theta = max(theta, best[0].score)
 		}
@@ -474,6 +491,7 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, floor fl
 					total++
 					if h := (hit{doc: d, score: score}); len(best) < n || worse(best[0], h) {
 						best.offer(h, n)
+						top = max(top, score)
 					}
 				}
 			}

@@ -473,7 +473,7 @@ func floorRanking(t *testing.T, ix *Index, text string, n int, floor float64) []
 	if err != nil {
 		t.Fatal(err)
 	}
-	hits, _, err := ix.rankText(context.Background(), r, m, n, false, floor)
+	hits, _, err := ix.rankText(context.Background(), r, m, n, false, cut{floor: floor})
 	if err != nil {
 		t.Fatal(err)
 	}

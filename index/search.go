@@ -122,7 +122,7 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 	}
 	// One more than the page, to tell whether another page follows.
 	window := min(from, maxSearchWindow) + size
-	hits, total, err := ix.rankText(ctx, r, m, window+1, req.Count, math.Inf(-1))
+	hits, total, err := ix.rankText(ctx, r, m, window+1, req.Count, noCut)
 	if err != nil {
 		return SearchResult{}, m, err
 	}

@@ -3,7 +3,6 @@ package index
 import (
 	"cmp"
 	"context"
-	"math"
 	"slices"
 	"strings"
 
@@ -174,9 +173,16 @@ func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, 
 	best := whole[0].Raw
 	// A part's doc scoring under whole's n-th score can change nothing:
 	// scaled it scores less still, and the fused n-th is at least that.
-	floor := math.Inf(-1)
+	// Nor can one under that score divided by the part's largest scale,
+	// partWeight·best / (the part's best so far): the cut rises with the
+	// part's best (at most to it, so the best, which sets the scale, is
+	// always found).
+	c := noCut
 	if len(whole) >= n {
-		floor = whole[n-1].Raw
+		c.floor = whole[n-1].Raw
+		if best > 0 {
+			c.rise = min(1, c.floor/(partWeight*best)*(1-pruneSlack))
+		}
 	}
 	lists := make([][]Hit, len(parts))
 	depth := make([]int, len(parts))
@@ -190,7 +196,7 @@ func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, 
 			}
 			pm := m
 			pm.text = &parts[i]
-			h, _, err := ix.rankText(ctx, r, pm, depth[i], false, floor)
+			h, _, err := ix.rankText(ctx, r, pm, depth[i], false, c)
 			if err != nil {
 				return nil, err
 			}
