@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
@@ -63,6 +64,137 @@ import (
 // scores agree to the bit on amd64; tests compare the two on hundreds of
 // queries, so the board is checked against Bleve's searchers.
 
+// split runs the ranking over the index's doc numbers, in one range or,
+// while other cores are idle, in a range per core, each on its own
+// goroutine (see rangesFor), and merges their pages. Ranges share the
+// score a doc must reach: a full page's lowest score in one range is a
+// bar for every other.
+func (rk *ranker) split(ctx context.Context, ix *Index, r bleveindex.IndexReader, m matched, n int, count bool, c cut) ([]hit, uint64, error) {
+	docs := rk.span()
+	rk.coordination()
+	ranges := rangesFor(docs, rk.block, int(ix.ranking.Load()), ix.cores)
+	if len(ranges) == 1 {
+		g, err := openGates(ctx, r, ix.bleve.Mapping(), m)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer g.close()
+		return rk.run(ctx, &g, n, count, c, ranges[0], nil)
+	}
+	type result struct {
+		hits  []hit
+		total uint64
+		err   error
+	}
+	results := make([]result, len(ranges))
+	var bar sharedBar
+	var wg sync.WaitGroup
+	for i, rg := range ranges {
+		wg.Go(func() {
+			res := &results[i]
+			g, err := openGates(ctx, r, ix.bleve.Mapping(), m)
+			if err != nil {
+				res.err = err
+				return
+			}
+			defer g.close()
+			res.hits, res.total, res.err = rk.run(ctx, &g, n, count, c, rg, &bar)
+		})
+	}
+	wg.Wait()
+	var all []hit
+	var total uint64
+	for _, res := range results {
+		if res.err != nil {
+			return nil, 0, res.err
+		}
+		all = append(all, res.hits...)
+		total += res.total
+	}
+	// Each range's page is best first; the pages' union holds the n best.
+	slices.SortFunc(all, func(a, b hit) int {
+		switch {
+		case worse(b, a):
+			return -1
+		case worse(a, b):
+			return 1
+		}
+		return 0
+	})
+	return all[:min(len(all), n)], total, nil
+}
+
+// span is one past the largest doc number any of the terms holds.
+func (rk *ranker) span() int {
+	docs := 0
+	for ti := range rk.terms {
+		for _, l := range rk.terms[ti].leaves {
+			if k := len(l.list.docs); k > 0 {
+				docs = max(docs, int(l.list.docs[k-1])+1)
+			}
+		}
+	}
+	return docs
+}
+
+// minSplitBlocks is the fewest blocks a ranking is split for: a range of
+// one block costs its goroutine and gates more than it saves.
+const minSplitBlocks = 4
+
+// rangesFor cuts the doc numbers [0, docs) into ranges of whole blocks:
+// one per core left idle by the rankings running (running counts this
+// one), at most one per core, or one range while that leaves a range
+// fewer than minSplitBlocks/2 blocks. Under load every core ranks a search
+// of its own, and splitting them would only add the goroutines' cost; with
+// cores idle it is a request's latency that counts.
+func rangesFor(docs, block, running, cores int) []docRange {
+	blocks := (docs + block - 1) / block
+	k := 1
+	if running >= 1 && cores > running {
+		k = min(cores-running+1, cores, blocks*2/minSplitBlocks)
+	}
+	if k <= 1 {
+		return []docRange{{0, docs}}
+	}
+	out := make([]docRange, 0, k)
+	from := 0
+	for i := range k {
+		to := min(docs, (blocks*(i+1)/k)*block)
+		out = append(out, docRange{from, to})
+		from = to
+	}
+	return out
+}
+
+// docRange is the doc numbers [from, to), from a multiple of the block.
+type docRange struct{ from, to int }
+
+// sharedBar is the largest lowest score of a full page among the ranges
+// of one ranking: no doc under it can make the merged page.
+type sharedBar struct{ bits atomic.Uint64 }
+
+// raise makes the bar at least v (v ≥ 0: scores are never negative).
+func (b *sharedBar) raise(v float64) {
+	for {
+		old := b.bits.Load()
+		if old != 0 && math.Float64frombits(old) >= v {
+			return
+		}
+		if b.bits.CompareAndSwap(old, math.Float64bits(v)) {
+			return
+		}
+	}
+}
+
+// get is the bar, math.Inf(-1) before any range's page is full.
+func (b *sharedBar) get() float64 {
+	v := b.bits.Load()
+	if v == 0 {
+		return math.Inf(-1)
+	}
+	return math.Float64frombits(v)
+}
+
 // rankText returns the n best docs matching m (m.text non-empty) that
 // reach c (every one with noCut), best first, ties in index order, and
 // with count how many docs match (else how many it scored: it stops
@@ -72,12 +204,9 @@ func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m match
 	if err := rk.open(ctx, ix, r, m.text, m.filter != nil || m.hidden != nil); err != nil {
 		return nil, 0, err
 	}
-	g, err := openGates(ctx, r, ix.bleve.Mapping(), m)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer g.close()
-	hits, total, err := rk.run(ctx, &g, n, count, c)
+	ix.ranking.Add(1)
+	defer ix.ranking.Add(-1)
+	hits, total, err := rk.split(ctx, ix, r, m, n, count, c)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -410,23 +539,19 @@ const pruneSlack = 1e-9
 // cut (prune), so their docs are walked past, not scored. With count,
 // every must term stays essential, and every match is counted; otherwise
 // the count is of the docs scored.
-func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, c cut) ([]hit, uint64, error) {
+func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, c cut, rg docRange, bar *sharedBar) ([]hit, uint64, error) {
 	if n <= 0 && !count {
 		return nil, 0, nil
 	}
-	docs := 0
-	for ti := range rk.terms {
-		for _, l := range rk.terms[ti].leaves {
-			if k := len(l.list.docs); k > 0 {
-				docs = max(docs, int(l.list.docs[k-1])+1)
-			}
-		}
-	}
-	rk.coordination()
-	// Each term's leaves' positions.
+	// Each term's leaves' positions: their first doc in the range.
 	pos := make([][]int, len(rk.terms))
 	for ti := range rk.terms {
 		pos[ti] = make([]int, len(rk.terms[ti].leaves))
+		if rg.from > 0 {
+			for li, l := range rk.terms[ti].leaves {
+				pos[ti][li] = blockEnd(l.list.docs, 0, uint32(rg.from))
+			}
+		}
 	}
 	ess := len(rk.must) // rk.must[:ess] are essential
 	shouldUB := 0.0
@@ -447,17 +572,23 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, c cut) (
 	theta := floor           // no doc scoring less can make the page
 	prunedAt := math.Inf(-1) // theta when the essential terms were chosen
 	var total uint64
-	for base := 0; base < docs; base += rk.block {
+	for base := rg.from; base < rg.to; base += rk.block {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, fmt.Errorf("index: search: %w", err)
 		}
-		end := uint32(min(base+rk.block, docs))
+		end := uint32(min(base+rk.block, rg.to))
 		if c.rise > 0 && len(best) > 0 {
 			floor = max(floor, c.rise*top)
 			theta = max(theta, floor)
 		}
 		if len(best) == n {
 			theta = max(theta, best[0].score)
+			if bar != nil {
+				bar.raise(best[0].score)
+			}
+		}
+		if bar != nil {
+			theta = max(theta, bar.get())
 		}
 		if !count && theta > prunedAt {
 			prunedAt = theta

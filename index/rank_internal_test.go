@@ -97,6 +97,7 @@ func zipfIndex(t *testing.T, bleve bool, seed1, seed2 uint64) (*Index, *rand.Ran
 	t.Cleanup(func() { _ = ix.Close() })
 	ix.bleveScoring = bleve
 	ix.blockDocs = 256 // many blocks: the ranker prunes
+	ix.cores = 3       // and splits a ranking into up to 3 ranges
 	rng := rand.New(rand.NewPCG(seed1, seed2))
 	vocab := rankCorpus(t, ix, rng)
 	return ix, rng, vocab, rand.NewZipf(rng, 1.05, 1, uint64(len(vocab)-1))
@@ -193,6 +194,7 @@ func TestRankTextMatchesBleve(t *testing.T) {
 			req.Viewers = []string{"a.test"}
 		}
 		want, wantTotal := bleveRanking(t, ix, req)
+		ix.cores = 1 + 2*(q%2) // one range, or split in up to 3
 		for _, count := range []bool{false, true} {
 			req.Count = count
 			got, err := ix.search(ctx, req, req.From, req.Size)
@@ -420,6 +422,7 @@ func TestRankTextMatchesFormula(t *testing.T) {
 		}
 		req := SearchRequest{Text: strings.Join(words, " "), Size: []int{1, 10, 25}[rng.IntN(3)], Viewers: []string{"a.test", "b.test"}}
 		want, wantTotal := formulaRanking(t, ix, req.Text, req.Size)
+		ix.cores = 1 + 2*(q%2) // one range, or split in up to 3
 		for _, count := range []bool{false, true} {
 			req.Count = count
 			got, err := ix.search(ctx, req, 0, req.Size)
