@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,9 +43,25 @@ type decoded struct {
 	docs []uint32
 	s    []float64 // fieldTF (or Bleve's docScore) of each posting
 	best float64   // the largest s
+	// starts[k] is the position of the first doc at or past block k (of
+	// block doc numbers); past the last block, every doc is before.
+	starts []int32
+	block  uint32
 }
 
-func (d *decoded) bytes() int { return len(d.docs)*4 + len(d.s)*8 + 64 }
+func (d *decoded) bytes() int { return len(d.docs)*4 + len(d.s)*8 + len(d.starts)*4 + 64 }
+
+// at is the position of the first doc at or past end, searching from p
+// (at or before it).
+func (d *decoded) at(p int, end uint32) int {
+	if end%d.block == 0 {
+		if k := int(end / d.block); k < len(d.starts) {
+			return int(d.starts[k])
+		}
+		return len(d.docs)
+	}
+	return p + sort.Search(len(d.docs)-p, func(i int) bool { return d.docs[p+i] >= end })
+}
 
 // leafKey names a leaf: a term in a text field (an index into textFields).
 type leafKey struct {
@@ -174,14 +191,14 @@ func snapshotKey(r bleveindex.IndexReader, gen uint64) string {
 
 // decode walks a leaf's postings once: fieldTF of each posting, or with
 // bleve Bleve's docScore (idf being the term's in the field).
-func decode(ctx context.Context, r bleveindex.IndexReader, term string, field string, idf, avg float64, bleve bool) (*decoded, error) {
+func decode(ctx context.Context, r bleveindex.IndexReader, term string, field string, idf, avg float64, bleve bool, block int) (*decoded, error) {
 	tfr, err := r.TermFieldReader(ctx, []byte(term), field, true, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("index: search: %w", err)
 	}
 	defer tfr.Close()
 	n := tfr.Count()
-	d := &decoded{docs: make([]uint32, 0, n), s: make([]float64, 0, n)}
+	d := &decoded{docs: make([]uint32, 0, n), s: make([]float64, 0, n), block: uint32(block)}
 	var tfd bleveindex.TermFieldDoc
 	for i := 0; ; i++ {
 		if i%4096 == 0 {
@@ -204,10 +221,14 @@ func decode(ctx context.Context, r bleveindex.IndexReader, term string, field st
 		if bleve {
 			s = docScore(idf, next.Freq, next.Norm, avg)
 		}
+		for uint64(len(d.starts))*uint64(block) <= num {
+			d.starts = append(d.starts, int32(len(d.docs)))
+		}
 		d.docs = append(d.docs, uint32(num))
 		d.s = append(d.s, s)
 		d.best = max(d.best, s)
 	}
+	d.starts = append(d.starts, int32(len(d.docs)))
 	return d, nil
 }
 

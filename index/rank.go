@@ -92,6 +92,13 @@ func (rk *ranker) split(ctx context.Context, ix *Index, r bleveindex.IndexReader
 	for i, rg := range ranges {
 		wg.Go(func() {
 			res := &results[i]
+			// A panic here would end the process, past the server's
+			// recovery: it fails this search instead.
+			defer func() {
+				if p := recover(); p != nil {
+					res.err = fmt.Errorf("index: search: ranking a range: %v", p)
+				}
+			}()
 			g, err := openGates(ctx, r, ix.bleve.Mapping(), m)
 			if err != nil {
 				res.err = err
@@ -317,7 +324,7 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 				l.list = ix.postings.get(snap, key)
 			}
 			if l.list == nil {
-				list, err := decode(ctx, r, qt.term, textFields[fi].name, l.idf, avg[fi], rk.bleve)
+				list, err := decode(ctx, r, qt.term, textFields[fi].name, l.idf, avg[fi], rk.bleve, rk.block)
 				if err != nil {
 					return err
 				}
@@ -549,7 +556,7 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, c cut, r
 		pos[ti] = make([]int, len(rk.terms[ti].leaves))
 		if rg.from > 0 {
 			for li, l := range rk.terms[ti].leaves {
-				pos[ti][li] = blockEnd(l.list.docs, 0, uint32(rg.from))
+				pos[ti][li] = l.list.at(0, uint32(rg.from))
 			}
 		}
 	}
@@ -729,7 +736,7 @@ func (t *term) add2(b *board, g int, base, end uint32, pos []int, mark bool) {
 	l0, l1 := &t.leaves[0], &t.leaves[1]
 	d0, s0, q0 := l0.list.docs, l0.list.s, l0.qw
 	d1, s1, q1 := l1.list.docs, l1.list.s, l1.qw
-	e0, e1 := blockEnd(d0, pos[0], end), blockEnd(d1, pos[1], end)
+	e0, e1 := l0.list.at(pos[0], end), l1.list.at(pos[1], end)
 	for p := pos[0]; p < e0; p++ {
 		if i := d0[p] - base; b.take(i, mark) {
 			b.x[i] = 0 + s0[p]*q0
@@ -755,12 +762,6 @@ func (t *term) add2(b *board, g int, base, end uint32, pos []int, mark bool) {
 		}
 	}
 	pos[0], pos[1] = e0, e1
-}
-
-// blockEnd is the position of the first doc at or after end in docs[p:].
-func blockEnd(docs []uint32, p int, end uint32) int {
-	n := len(docs) - p
-	return p + sort.Search(n, func(i int) bool { return docs[p+i] >= end })
 }
 
 // coordination sets the factors per group by how many of its terms match.
