@@ -744,15 +744,17 @@ func (t *term) add2(b *board, g int, base, end uint32, pos []int, mark bool) {
 		}
 	}
 	for p := pos[1]; p < e1; p++ {
-		if i := d1[p] - base; b.take(i, mark) {
-			k := 1
-			if b.has[i>>6]&(1<<(i&63)) != 0 {
-				b.has[i>>6] &^= 1 << (i & 63)
-				k = 2
-			}
-			b.put(i, g, t.sat(b.x[i]+s1[p]*q1, k))
+		i := d1[p] - base
+		if !b.take(i, mark) {
+			continue
+		}
+		v, k := s1[p]*q1, 1
+		if w := &b.has[i>>6]; *w&(1<<(i&63)) != 0 {
+			*w &^= 1 << (i & 63)
+			v, k = b.x[i]+v, 2
 			b.x[i] = 0
 		}
+		b.put(i, g, t.sat(v, k))
 	}
 	for p := pos[0]; p < e0; p++ {
 		if i := d0[p] - base; b.has[i>>6]&(1<<(i&63)) != 0 {
