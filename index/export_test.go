@@ -4,6 +4,6 @@ package index
 // Index.blockDocs), so that tests over a few thousand docs see pruning.
 func SetBlockDocs(ix *Index, n int) { ix.blockDocs = n }
 
-// SetCores makes ix split a ranking as if it had n cores (Index.cores):
-// 1 never splits.
-func SetCores(ix *Index, n int) { ix.cores = n }
+// SetSplit makes ix split every ranking into n ranges (Index.split), or
+// fewer when it spans fewer blocks; 1 never splits.
+func SetSplit(ix *Index, n int) { ix.split = n }

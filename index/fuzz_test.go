@@ -15,7 +15,7 @@ import (
 func FuzzSearch(f *testing.F) {
 	ix := mustOpenMemory(f)
 	index.SetBlockDocs(ix, 4) // many blocks: the ranker prunes
-	index.SetCores(ix, 3)     // and splits a ranking into up to 3 ranges
+	index.SetSplit(ix, 3)     // and splits a ranking into up to 3 ranges
 	mustPut(f, ix, fixture())
 	f.Add("weather forecast", "type", "mcp", "tags")
 	f.Add("getTinyImage_foo.bar:baz", "metadata.region", "EU", "metadata.x")

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -175,11 +174,10 @@ type Index struct {
 	// than the board holds (rank.go): tests set it so that an index of a
 	// few thousand docs spans many blocks and the ranker prunes.
 	blockDocs int
-	// cores is how many rankings may run at once (GOMAXPROCS at open):
-	// a ranking is split over the cores the others leave idle. ranking
-	// counts the rankings running.
-	cores   int
-	ranking atomic.Int32
+	// split, when set, is how many ranges every ranking is split into
+	// (rank.go), whatever the cores: tests set it so that both ways are
+	// checked on any machine.
+	split int
 }
 
 // Options tune OpenWith.
@@ -330,7 +328,7 @@ func newIndex(b bleve.Index, log *slog.Logger) (*Index, error) {
 		return nil, err
 	}
 	ix := &Index{bleve: b, an: an, log: log, dfs: gencache.New[queryTerm](dfCacheSize), results: gencache.New[SearchResult](resultCacheSize),
-		postings: &postingCache{limit: postingCacheBytes}, cores: runtime.GOMAXPROCS(0)}
+		postings: &postingCache{limit: postingCacheBytes}}
 	raw, err := b.GetInternal(internalProbes)
 	if err != nil {
 		return nil, fmt.Errorf("index: read calibration probes: %w", err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"sync"
@@ -66,13 +68,13 @@ import (
 
 // split runs the ranking over the index's doc numbers, in one range or,
 // while other cores are idle, in a range per core, each on its own
-// goroutine (see rangesFor), and merges their pages. Ranges share the
+// goroutine (see rangesWanted), and merges their pages. Ranges share the
 // score a doc must reach: a full page's lowest score in one range is a
 // bar for every other.
 func (rk *ranker) split(ctx context.Context, ix *Index, r bleveindex.IndexReader, m matched, n int, count bool, c cut) ([]hit, uint64, error) {
 	docs := rk.span()
 	rk.coordination()
-	ranges := rangesFor(docs, rk.block, int(ix.ranking.Load()), ix.cores)
+	ranges := rangesFor(docs, rk.block, ix.rangesWanted())
 	if len(ranges) == 1 {
 		g, err := openGates(ctx, r, ix.bleve.Mapping(), m)
 		if err != nil {
@@ -144,22 +146,15 @@ func (rk *ranker) span() int {
 	return docs
 }
 
-// minSplitBlocks is the fewest blocks a ranking is split for: a range of
-// one block costs its goroutine and gates more than it saves.
-const minSplitBlocks = 4
+// minRangeBlocks is the fewest blocks a range of a split ranking has: a
+// range of one block costs its goroutine more than it saves.
+const minRangeBlocks = 2
 
-// rangesFor cuts the doc numbers [0, docs) into ranges of whole blocks:
-// one per core left idle by the rankings running (running counts this
-// one), at most one per core, or one range while that leaves a range
-// fewer than minSplitBlocks/2 blocks. Under load every core ranks a search
-// of its own, and splitting them would only add the goroutines' cost; with
-// cores idle it is a request's latency that counts.
-func rangesFor(docs, block, running, cores int) []docRange {
+// rangesFor cuts the doc numbers [0, docs) into k ranges of whole blocks,
+// fewer if a range would have fewer than minRangeBlocks blocks.
+func rangesFor(docs, block, k int) []docRange {
 	blocks := (docs + block - 1) / block
-	k := 1
-	if running >= 1 && cores > running {
-		k = min(cores-running+1, cores, blocks*2/minSplitBlocks)
-	}
+	k = min(k, blocks/minRangeBlocks)
 	if k <= 1 {
 		return []docRange{{0, docs}}
 	}
@@ -171,6 +166,28 @@ func rangesFor(docs, block, running, cores int) []docRange {
 		from = to
 	}
 	return out
+}
+
+// rangesWanted is how many ranges to split a ranking into now: one for
+// this goroutine and one per core the scheduler has no goroutine for
+// (running or waiting to run). Under load every core runs a request of
+// its own, and splitting would only add the goroutines' cost; with cores
+// idle it is a request's latency that counts. Index.split overrides it.
+func (ix *Index) rangesWanted() int {
+	if ix.split > 0 {
+		return ix.split
+	}
+	cores := runtime.GOMAXPROCS(0)
+	if cores < 2 {
+		return 1
+	}
+	s := []metrics.Sample{{Name: "/sched/goroutines/running:goroutines"}, {Name: "/sched/goroutines/runnable:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 1 // a runtime without these metrics
+	}
+	busy := int(s[0].Value.Uint64() + s[1].Value.Uint64()) // this goroutine included
+	return max(1, 1+cores-busy)
 }
 
 // docRange is the doc numbers [from, to), from a multiple of the block.
@@ -211,8 +228,6 @@ func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m match
 	if err := rk.open(ctx, ix, r, m.text, m.filter != nil || m.hidden != nil); err != nil {
 		return nil, 0, err
 	}
-	ix.ranking.Add(1)
-	defer ix.ranking.Add(-1)
 	hits, total, err := rk.split(ctx, ix, r, m, n, count, c)
 	if err != nil {
 		return nil, 0, err

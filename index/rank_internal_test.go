@@ -97,7 +97,7 @@ func zipfIndex(t *testing.T, bleve bool, seed1, seed2 uint64) (*Index, *rand.Ran
 	t.Cleanup(func() { _ = ix.Close() })
 	ix.bleveScoring = bleve
 	ix.blockDocs = 256 // many blocks: the ranker prunes
-	ix.cores = 3       // and splits a ranking into up to 3 ranges
+	ix.split = 3       // and splits a ranking into up to 3 ranges
 	rng := rand.New(rand.NewPCG(seed1, seed2))
 	vocab := rankCorpus(t, ix, rng)
 	return ix, rng, vocab, rand.NewZipf(rng, 1.05, 1, uint64(len(vocab)-1))
@@ -194,7 +194,7 @@ func TestRankTextMatchesBleve(t *testing.T) {
 			req.Viewers = []string{"a.test"}
 		}
 		want, wantTotal := bleveRanking(t, ix, req)
-		ix.cores = 1 + 2*(q%2) // one range, or split in up to 3
+		ix.split = 1 + 2*(q%2) // one range, or split in up to 3
 		for _, count := range []bool{false, true} {
 			req.Count = count
 			got, err := ix.search(ctx, req, req.From, req.Size)
@@ -422,7 +422,7 @@ func TestRankTextMatchesFormula(t *testing.T) {
 		}
 		req := SearchRequest{Text: strings.Join(words, " "), Size: []int{1, 10, 25}[rng.IntN(3)], Viewers: []string{"a.test", "b.test"}}
 		want, wantTotal := formulaRanking(t, ix, req.Text, req.Size)
-		ix.cores = 1 + 2*(q%2) // one range, or split in up to 3
+		ix.split = 1 + 2*(q%2) // one range, or split in up to 3
 		for _, count := range []bool{false, true} {
 			req.Count = count
 			got, err := ix.search(ctx, req, 0, req.Size)
@@ -565,4 +565,27 @@ func formulaRanking(t *testing.T, ix *Index, text string, size int) ([]Hit, uint
 	}
 	slices.SortFunc(hits, func(a, b Hit) int { return cmp.Or(cmp.Compare(b.Raw, a.Raw), strings.Compare(a.ID, b.ID)) })
 	return hits[:min(size, len(hits))], uint64(len(hits))
+}
+
+// TestRangesFor checks how a ranking's doc numbers are cut: whole blocks,
+// in order, covering every doc once, none of fewer than minRangeBlocks
+// blocks.
+func TestRangesFor(t *testing.T) {
+	for _, tc := range []struct {
+		docs, block, k int
+		want           []docRange
+	}{
+		{100_000, 8192, 1, []docRange{{0, 100_000}}},
+		{100_000, 8192, 2, []docRange{{0, 49152}, {49152, 100_000}}},
+		{100_000, 8192, 3, []docRange{{0, 32768}, {32768, 65536}, {65536, 100_000}}},
+		{100_000, 8192, 64, []docRange{{0, 8192 * 2}, {8192 * 2, 8192 * 4}, {8192 * 4, 8192 * 6}, {8192 * 6, 8192 * 8}, {8192 * 8, 8192 * 10}, {8192 * 10, 100_000}}}, // 13 blocks
+		{3 * 8192, 8192, 2, []docRange{{0, 3 * 8192}}}, // a second range would have 1 block
+		{4*8192 + 1, 8192, 2, []docRange{{0, 16384}, {16384, 4*8192 + 1}}},
+		{10, 8192, 2, []docRange{{0, 10}}},
+		{0, 8192, 2, []docRange{{0, 0}}},
+	} {
+		if got := rangesFor(tc.docs, tc.block, tc.k); !slices.Equal(got, tc.want) {
+			t.Errorf("rangesFor(%d, %d, %d) = %v, want %v", tc.docs, tc.block, tc.k, got, tc.want)
+		}
+	}
 }

@@ -407,7 +407,7 @@ func TestPruningKeepsRanking(t *testing.T) {
 		texts = append(texts, q.text)
 	}
 	for i, text := range texts {
-		index.SetCores(ix, 1+2*(i%2)) // one range, or split in up to 3
+		index.SetSplit(ix, 1+2*(i%2)) // one range, or split in up to 3
 		for _, size := range []int{1, 10} {
 			all, err := ix.Search(t.Context(), index.SearchRequest{Text: text, Size: size, Count: true})
 			if err != nil {
