@@ -19,11 +19,17 @@ var bucketReports = bucket("reports")
 // returns are valid only during that transaction.
 type Reports struct {
 	b        *bolt.Bucket
+	c        *bolt.Cursor // reused by Get: bbolt's Get makes a cursor, and grows its stack, per call
 	writable bool
 }
 
 // Get returns the value stored under key, or nil.
-func (r Reports) Get(key []byte) []byte { return r.b.Get(key) }
+func (r Reports) Get(key []byte) []byte {
+	if k, v := r.c.Seek(key); bytes.Equal(k, key) {
+		return v
+	}
+	return nil
+}
 
 // Put stores val under key; only in a writable transaction.
 func (r Reports) Put(key, val []byte) error {
@@ -74,7 +80,8 @@ func (r Reports) DeleteRange(prefix []byte, drop func(k []byte) bool, limit int)
 // ViewReports runs fn in a read transaction over the reports bucket.
 func (db *DB) ViewReports(fn func(Reports) error) error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
-		return fn(Reports{b: tx.Bucket(bucketReports)})
+		b := tx.Bucket(bucketReports)
+		return fn(Reports{b: b, c: b.Cursor()})
 	})
 }
 
@@ -95,5 +102,5 @@ const reportsFillPercent = 0.9
 func writableReports(tx *bolt.Tx) Reports {
 	b := tx.Bucket(bucketReports)
 	b.FillPercent = reportsFillPercent
-	return Reports{b: b, writable: true}
+	return Reports{b: b, c: b.Cursor(), writable: true}
 }
