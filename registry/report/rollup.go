@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -139,6 +141,7 @@ type queryVal struct {
 	Shown            string // the text as first asked
 	Searches, Probe  QueryStats
 	Above, ProbeAbve map[string]int64 // publisher ranked above the domain's best → searches
+	absent           bool             // not stored, and not kept by this batch: not written
 }
 
 // domainVal is the value of a domain day key: how many searches returned
@@ -150,6 +153,7 @@ type zeroVal struct {
 	Shown           string
 	Searches, Probe int64
 	Tags            []string // filter values (type, tags, capabilities) it asked
+	absent          bool     // as queryVal's
 }
 
 // otherTexts is the key text under which texts past the bound on distinct
@@ -204,14 +208,31 @@ func PublisherOf(id string) string {
 	return strings.ToLower(pub)
 }
 
-// Rollup counts recs into the reports bucket; the demand log writer calls
-// it inside the transaction that appends recs (kv.AppendSearchesWith), so
-// the rollups and the log never diverge. Private results are not counted.
+// Rollup counts recs, a batch of the demand log in log order, into the
+// reports bucket; kv.RollupSearches calls it in the transaction that takes
+// recs off the log's list of records to count, so the rollups and the log
+// never diverge. Private results are not counted. A batch writes exactly
+// what counting its records one by one would.
+//
+// A batch reads the store in key order, not a key at a time (under unique
+// texts nearly every text key is new, and a miss costs a search from the
+// bucket's root like a hit): the figures that only add up (an entry's,
+// a domain's day) are counted from zero and added to the stored ones as
+// they are written; the texts, whose keeping depends on what the store
+// holds (at most maxTextsPerDay per domain and day, the first asked), are
+// read ahead in one ordered pass and then counted search by search.
 func Rollup(recs []kv.SearchRecord, rb kv.Reports) error {
 	w := newRollupWriter(rb)
 	w.marks = readMarks(rb)
-	for i := range recs {
-		if err := w.add(&recs[i]); err != nil {
+	searches, err := w.countFigures(recs)
+	if err != nil {
+		return err
+	}
+	if err := w.readTexts(); err != nil {
+		return err
+	}
+	for i := range searches {
+		if err := w.countTexts(&searches[i]); err != nil {
 			return err
 		}
 	}
@@ -223,33 +244,173 @@ func newRollupWriter(rb kv.Reports) *rollupWriter {
 		domains: map[string]*domainVal{}, zeros: map[string]*zeroVal{}, counts: map[string]int64{}}
 }
 
+// rollupWriter counts a batch of searches and writes the counts.
 type rollupWriter struct {
-	rb      kv.Reports
+	rb    kv.Reports
+	marks marks // which levels a day's search counts into (compact.go)
+	// entries and domains hold what this batch adds; flush adds the
+	// stored values.
 	entries map[string]*entryVal
-	queries map[string]*queryVal
 	domains map[string]*domainVal
+	// queries and zeros hold stored values (read ahead) with what this
+	// batch adds; a text neither stored nor (yet) kept is absent. texts
+	// lists the keys of both.
+	queries map[string]*queryVal
 	zeros   map[string]*zeroVal
+	texts   []string
 	counts  map[string]int64 // distinct-text counters touched
-	marks   marks            // which levels a day's search counts into (compact.go)
+	key     []byte           // scratch for building keys
 }
 
-func (w *rollupWriter) add(rec *kv.SearchRecord) error {
-	if rec.Time.IsZero() {
-		return errors.New("report: search record without time")
+// search is what the text counting needs of one record.
+type search struct {
+	rec         *kv.SearchRecord
+	day         Day
+	norm, shown string
+	hits        []domainHit // in the order of the domains' first results
+}
+
+// domainHit is a domain's best rank in one search's public results.
+type domainHit struct {
+	pub  string
+	best int
+}
+
+// countFigures counts the entries' and domains' figures of recs and lists
+// the text keys they may count into (their own and their blocks' other
+// texts), for readTexts.
+func (w *rollupWriter) countFigures(recs []kv.SearchRecord) ([]search, error) {
+	searches := make([]search, len(recs))
+	var hits []domainHit // backing store of every search's hits
+	for i := range recs {
+		rec := &recs[i]
+		if rec.Time.IsZero() {
+			return nil, errors.New("report: search record without time")
+		}
+		s := &searches[i]
+		s.rec, s.day = rec, DayOf(rec.Time)
+		s.norm = NormalizeQuery(rec.Text)
+		s.shown = truncRunes(strings.TrimSpace(rec.Text), maxTextLen)
+		if len(rec.Results) == 0 {
+			if rec.Offset == 0 {
+				for li, size := range levels {
+					if w.marks.counted(li, s.day) {
+						block := uint32(s.day) / size
+						w.key = appendZeroKey(w.key[:0], uint8(li), block, s.norm)
+						w.listZero(w.key)
+						w.key = appendZeroKey(w.key[:0], uint8(li), block, otherTexts)
+						w.listZero(w.key)
+					}
+				}
+			}
+			continue
+		}
+		first := len(hits)
+		for _, r := range rec.Results {
+			if r.Private {
+				continue
+			}
+			pub := PublisherOf(r.ID)
+			if pub == "" || r.Rank < 1 {
+				continue
+			}
+			h := slices.IndexFunc(hits[first:], func(h domainHit) bool { return h.pub == pub })
+			if h < 0 {
+				hits = append(hits, domainHit{pub: pub, best: r.Rank})
+			} else if r.Rank < hits[first+h].best {
+				hits[first+h].best = r.Rank
+			}
+			for li, size := range levels {
+				if w.marks.counted(li, s.day) {
+					w.key = appendBlockPrefix(w.key[:0], kindEntry, pub, uint8(li), uint32(s.day)/size)
+					w.key = append(w.key, r.ID...)
+					w.entry(w.key).of(rec.Probe).addRank(r.Rank)
+				}
+			}
+		}
+		// A sub-slice that appends for later searches cannot overwrite.
+		s.hits = hits[first:len(hits):len(hits)]
+		for _, h := range s.hits {
+			w.key = appendDomainKey(w.key[:0], h.pub, s.day)
+			d := w.domain(w.key)
+			qs := QueryStats{Searches: 1, BestSum: int64(h.best), Best: int64(h.best)}
+			if rec.Probe {
+				d.Probe.add(qs)
+			} else {
+				d.Searches.add(qs)
+			}
+			for li, size := range levels {
+				if w.marks.counted(li, s.day) {
+					w.key = appendBlockPrefix(w.key[:0], kindQuery, h.pub, uint8(li), uint32(s.day)/size)
+					n := len(w.key)
+					w.key = append(w.key, s.norm...)
+					w.listQuery(w.key)
+					w.key = append(w.key[:n], otherTexts...)
+					w.listQuery(w.key)
+				}
+			}
+		}
 	}
-	day := DayOf(rec.Time)
-	norm := NormalizeQuery(rec.Text)
-	shown := truncRunes(strings.TrimSpace(rec.Text), maxTextLen)
+	return searches, nil
+}
+
+// listQuery returns the value of query key, listing a new one, absent
+// until read or kept, in texts.
+func (w *rollupWriter) listQuery(key []byte) *queryVal {
+	v := w.queries[string(key)]
+	if v == nil {
+		k := string(key)
+		v = &queryVal{absent: true}
+		w.queries[k] = v
+		w.texts = append(w.texts, k)
+	}
+	return v
+}
+
+// listZero is listQuery's twin for zero-result texts.
+func (w *rollupWriter) listZero(key []byte) *zeroVal {
+	v := w.zeros[string(key)]
+	if v == nil {
+		k := string(key)
+		v = &zeroVal{absent: true}
+		w.zeros[k] = v
+		w.texts = append(w.texts, k)
+	}
+	return v
+}
+
+// readTexts reads the listed text keys' stored values in key order.
+func (w *rollupWriter) readTexts() error {
+	slices.Sort(w.texts)
+	return w.rb.GetSorted(w.texts, func(i int, raw []byte) error {
+		if raw == nil {
+			return nil
+		}
+		k := w.texts[i]
+		if k[0] == kindZero {
+			v := w.zeros[k]
+			v.absent = false
+			return decodeZeroVal(raw, v)
+		}
+		v := w.queries[k]
+		v.absent = false
+		return decodeQueryVal(raw, v)
+	})
+}
+
+// countTexts counts s's text, per domain in its results with the
+// publishers ranked above it, or as a zero-result text.
+func (w *rollupWriter) countTexts(s *search) error {
+	rec := s.rec
 	if len(rec.Results) == 0 {
 		if rec.Offset != 0 {
 			return nil
 		}
 		for li, size := range levels {
-			if !w.marks.counted(li, day) {
+			if !w.marks.counted(li, s.day) {
 				continue
 			}
-			key := zeroKey(uint8(li), uint32(day)/size, norm)
-			v, err := w.zero(key, li, uint32(day)/size, size, shown, rec.Filter)
+			v, err := w.zero(uint8(li), uint32(s.day)/size, size, s.norm, s.shown, rec.Filter)
 			if err != nil {
 				return err
 			}
@@ -261,66 +422,13 @@ func (w *rollupWriter) add(rec *kv.SearchRecord) error {
 		}
 		return nil
 	}
-	// The best rank of each domain in this search, and the publishers of
-	// public entries in rank order, for "ranked above".
-	type domainHit struct {
-		best int
-	}
-	hits := map[string]*domainHit{}
-	order := []string{}
-	for _, r := range rec.Results {
-		if r.Private {
-			continue
-		}
-		pub := PublisherOf(r.ID)
-		if pub == "" || r.Rank < 1 {
-			continue
-		}
-		h := hits[pub]
-		if h == nil {
-			h = &domainHit{best: r.Rank}
-			hits[pub] = h
-			order = append(order, pub)
-		} else if r.Rank < h.best {
-			h.best = r.Rank
-		}
+	for _, h := range s.hits {
+		qs := QueryStats{Searches: 1, BestSum: int64(h.best), Best: int64(h.best)}
 		for li, size := range levels {
-			if !w.marks.counted(li, day) {
+			if !w.marks.counted(li, s.day) {
 				continue
 			}
-			key := entryKey(pub, uint8(li), uint32(day)/size, r.ID)
-			v, err := w.entry(key)
-			if err != nil {
-				return err
-			}
-			v.of(rec.Probe).addRank(r.Rank)
-		}
-	}
-	for _, pub := range order {
-		best := hits[pub].best
-		qs := QueryStats{Searches: 1, BestSum: int64(best), Best: int64(best)}
-		dk := domainKey(pub, day)
-		dv, err := w.domain(dk)
-		if err != nil {
-			return err
-		}
-		if rec.Probe {
-			dv.Probe.add(qs)
-		} else {
-			dv.Searches.add(qs)
-		}
-		var above []string
-		for _, other := range order {
-			if other != pub && hits[other].best < best {
-				above = append(above, other)
-			}
-		}
-		for li, size := range levels {
-			if !w.marks.counted(li, day) {
-				continue
-			}
-			block := uint32(day) / size
-			qv, err := w.query(pub, uint8(li), block, size, norm, shown)
+			qv, err := w.query(h.pub, uint8(li), uint32(s.day)/size, size, s.norm, s.shown)
 			if err != nil {
 				return err
 			}
@@ -331,46 +439,40 @@ func (w *rollupWriter) add(rec *kv.SearchRecord) error {
 			} else {
 				qv.Searches.add(qs)
 			}
-			for _, o := range above {
+			for _, o := range s.hits {
+				if o.pub == h.pub || o.best >= h.best {
+					continue
+				}
 				if *m == nil {
 					*m = map[string]int64{}
 				}
-				if _, ok := (*m)[o]; !ok && len(*m) >= maxAbove {
-					o = ""
+				pub := o.pub
+				if _, ok := (*m)[pub]; !ok && len(*m) >= maxAbove {
+					pub = ""
 				}
-				(*m)[o]++
+				(*m)[pub]++
 			}
 		}
 	}
 	return nil
 }
 
-func (w *rollupWriter) entry(key []byte) (*entryVal, error) {
-	if v, ok := w.entries[string(key)]; ok {
-		return v, nil
+func (w *rollupWriter) entry(key []byte) *entryVal {
+	v := w.entries[string(key)]
+	if v == nil {
+		v = &entryVal{}
+		w.entries[string(key)] = v
 	}
-	v := &entryVal{}
-	if raw := w.rb.Get(key); raw != nil {
-		if err := decodeEntryVal(raw, v); err != nil {
-			return nil, err
-		}
-	}
-	w.entries[string(key)] = v
-	return v, nil
+	return v
 }
 
-func (w *rollupWriter) domain(key []byte) (*domainVal, error) {
-	if v, ok := w.domains[string(key)]; ok {
-		return v, nil
+func (w *rollupWriter) domain(key []byte) *domainVal {
+	v := w.domains[string(key)]
+	if v == nil {
+		v = &domainVal{}
+		w.domains[string(key)] = v
 	}
-	v := &domainVal{}
-	if raw := w.rb.Get(key); raw != nil {
-		if err := decodeDomainVal(raw, v); err != nil {
-			return nil, err
-		}
-	}
-	w.domains[string(key)] = v
-	return v, nil
+	return v
 }
 
 // admit reports whether one more distinct text fits the block's bound
@@ -390,43 +492,39 @@ func (w *rollupWriter) admit(ck []byte, size uint32) bool {
 	return true
 }
 
+// query is the value of domain pub's text norm in a block: the stored one,
+// a new one if the block keeps one more text, else the block's other texts.
 func (w *rollupWriter) query(pub string, level uint8, block, size uint32, norm, shown string) (*queryVal, error) {
-	key := queryKey(pub, level, block, norm)
-	if v, ok := w.queries[string(key)]; ok {
-		return v, nil
+	w.key = append(appendBlockPrefix(w.key[:0], kindQuery, pub, level, block), norm...)
+	v := w.queries[string(w.key)]
+	if v == nil {
+		return nil, fmt.Errorf("report: query key %q not read ahead", w.key)
 	}
-	v := &queryVal{}
-	if raw := w.rb.Get(key); raw != nil {
-		if err := decodeQueryVal(raw, v); err != nil {
-			return nil, err
-		}
-		w.queries[string(key)] = v
+	if !v.absent {
 		return v, nil
 	}
 	if norm != otherTexts && !w.admit(countKey(kindQuery, pub, level, block), size) {
 		return w.query(pub, level, block, size, otherTexts, "")
 	}
+	v.absent = false
 	v.Shown = shown
-	w.queries[string(key)] = v
 	return v, nil
 }
 
-func (w *rollupWriter) zero(key []byte, li int, block, size uint32, shown string, filter map[string][]string) (*zeroVal, error) {
-	if v, ok := w.zeros[string(key)]; ok {
+// zero is the value of the zero-result text norm in a block, as query's.
+func (w *rollupWriter) zero(level uint8, block, size uint32, norm, shown string, filter map[string][]string) (*zeroVal, error) {
+	w.key = appendZeroKey(w.key[:0], level, block, norm)
+	v := w.zeros[string(w.key)]
+	if v == nil {
+		return nil, fmt.Errorf("report: zero-result key %q not read ahead", w.key)
+	}
+	if !v.absent {
 		return v, nil
 	}
-	v := &zeroVal{}
-	if raw := w.rb.Get(key); raw != nil {
-		if err := decodeZeroVal(raw, v); err != nil {
-			return nil, err
-		}
-		w.zeros[string(key)] = v
-		return v, nil
+	if norm != otherTexts && !w.admit(countKey(kindZero, "", level, block), size) {
+		return w.zero(level, block, size, otherTexts, "", nil)
 	}
-	norm := string(key[6:])
-	if norm != otherTexts && !w.admit(countKey(kindZero, "", uint8(li), block), size) {
-		return w.zero(zeroKey(uint8(li), block, otherTexts), li, block, size, "", nil)
-	}
+	v.absent = false
 	v.Shown = shown
 	for _, k := range []string{"type", "tags", "capabilities"} {
 		for _, t := range filter[k] {
@@ -435,36 +533,84 @@ func (w *rollupWriter) zero(key []byte, li int, block, size uint32, shown string
 			}
 		}
 	}
-	w.zeros[string(key)] = v
 	return v, nil
 }
 
-// flush writes every touched key in key order. bbolt splits a page's node
-// only when the transaction commits, so keys put in random order into one
-// node each shift all those put before them: a batch's cost grew with the
-// square of its new keys in one block. In key order, each put lands past
-// the ones before it.
+// flush writes every touched key in key order, the entries' and domains'
+// counts added to the stored ones. bbolt splits a page's node only when
+// the transaction commits, so keys put in random order into one node each
+// shift all those put before them: a batch's cost grew with the square of
+// its new keys in one block. In key order, each put lands past the ones
+// before it. The kinds' first bytes sort counts, domains, entries,
+// queries, zeros: each kind in order is every key in order.
 func (w *rollupWriter) flush() error {
-	type kv struct{ k, v []byte }
-	out := make([]kv, 0, len(w.entries)+len(w.queries)+len(w.domains)+len(w.zeros)+len(w.counts))
-	for k, v := range w.entries {
-		out = append(out, kv{[]byte(k), encodeEntryVal(nil, v)})
+	var vals []byte // every value, one after another: bbolt keeps a put's value until the commit
+	put := func(k string, encode func([]byte) []byte) error {
+		w.key = append(w.key[:0], k...) // bbolt copies a put's key
+		start := len(vals)
+		vals = encode(vals)
+		return w.rb.Put(w.key, vals[start:len(vals):len(vals)])
 	}
-	for k, v := range w.queries {
-		out = append(out, kv{[]byte(k), encodeQueryVal(nil, v)})
+	for _, k := range slices.Sorted(maps.Keys(w.counts)) {
+		if err := put(k, func(b []byte) []byte { return binary.AppendVarint(b, w.counts[k]) }); err != nil {
+			return err
+		}
 	}
-	for k, v := range w.domains {
-		out = append(out, kv{[]byte(k), encodeDomainVal(nil, v)})
+	domains := slices.Sorted(maps.Keys(w.domains))
+	if err := w.rb.GetSorted(domains, func(i int, raw []byte) error {
+		if raw == nil {
+			return nil
+		}
+		var stored domainVal
+		if err := decodeDomainVal(raw, &stored); err != nil {
+			return err
+		}
+		v := w.domains[domains[i]]
+		v.Searches.add(stored.Searches)
+		v.Probe.add(stored.Probe)
+		return nil
+	}); err != nil {
+		return err
 	}
-	for k, v := range w.zeros {
-		out = append(out, kv{[]byte(k), encodeZeroVal(nil, v)})
+	for _, k := range domains {
+		if err := put(k, func(b []byte) []byte { return encodeDomainVal(b, w.domains[k]) }); err != nil {
+			return err
+		}
 	}
-	for k, n := range w.counts {
-		out = append(out, kv{[]byte(k), binary.AppendVarint(nil, n)})
+	entries := slices.Sorted(maps.Keys(w.entries))
+	if err := w.rb.GetSorted(entries, func(i int, raw []byte) error {
+		if raw == nil {
+			return nil
+		}
+		var stored entryVal
+		if err := decodeEntryVal(raw, &stored); err != nil {
+			return err
+		}
+		v := w.entries[entries[i]]
+		v.Searches.Add(stored.Searches)
+		v.Probe.Add(stored.Probe)
+		return nil
+	}); err != nil {
+		return err
 	}
-	slices.SortFunc(out, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
-	for _, e := range out {
-		if err := w.rb.Put(e.k, e.v); err != nil {
+	for _, k := range entries {
+		if err := put(k, func(b []byte) []byte { return encodeEntryVal(b, w.entries[k]) }); err != nil {
+			return err
+		}
+	}
+	if !slices.IsSorted(w.texts) { // sorted by readTexts, unless compacting
+		slices.Sort(w.texts)
+	}
+	for _, k := range w.texts {
+		var err error
+		if k[0] == kindZero {
+			if v := w.zeros[k]; !v.absent {
+				err = put(k, func(b []byte) []byte { return encodeZeroVal(b, v) })
+			}
+		} else if v := w.queries[k]; !v.absent {
+			err = put(k, func(b []byte) []byte { return encodeQueryVal(b, v) })
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -475,7 +621,10 @@ func (w *rollupWriter) flush() error {
 // the separator.
 
 func blockPrefix(kind byte, domain string, level uint8, block uint32) []byte {
-	k := make([]byte, 0, len(domain)+8+64)
+	return appendBlockPrefix(make([]byte, 0, len(domain)+8+64), kind, domain, level, block)
+}
+
+func appendBlockPrefix(k []byte, kind byte, domain string, level uint8, block uint32) []byte {
 	k = append(k, kind)
 	k = append(k, domain...)
 	k = append(k, 0, level)
@@ -490,14 +639,21 @@ func queryKey(domain string, level uint8, block uint32, text string) []byte {
 	return append(blockPrefix(kindQuery, domain, level, block), text...)
 }
 
-func domainKey(domain string, day Day) []byte {
-	k := append([]byte{kindDomain}, domain...)
+func domainKey(domain string, day Day) []byte { return appendDomainKey(nil, domain, day) }
+
+func appendDomainKey(k []byte, domain string, day Day) []byte {
+	k = append(k, kindDomain)
+	k = append(k, domain...)
 	k = append(k, 0)
 	return binary.BigEndian.AppendUint32(k, uint32(day))
 }
 
 func zeroKey(level uint8, block uint32, text string) []byte {
-	k := []byte{kindZero, level}
+	return appendZeroKey(nil, level, block, text)
+}
+
+func appendZeroKey(k []byte, level uint8, block uint32, text string) []byte {
+	k = append(k, kindZero, level)
 	k = binary.BigEndian.AppendUint32(k, block)
 	return append(k, text...)
 }
