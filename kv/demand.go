@@ -34,7 +34,9 @@ var (
 const demandDayLayout = "2006-01-02"
 
 // SearchRecord is what the demand log keeps of one search: what was asked,
-// how it was routed, and which entries came back at which rank.
+// how it was routed, and which entries came back at which rank. It is
+// stored in binary (demandrecord.go); the JSON names are those of the
+// records stored before, which are still read.
 type SearchRecord struct {
 	Time       time.Time           `json:"t"`
 	Text       string              `json:"q"`
