@@ -218,7 +218,7 @@ func buildDomainBlock(rb kv.Reports, kind byte, domain string, li uint8, b, c0, 
 		return err
 	}
 	if kind == kindQuery && texts > 0 {
-		w.counts[string(countKey(kindQuery, domain, li, b))] = texts
+		w.counts[string(countKey(kindQuery, domain, li, b))] = &texts
 	}
 	return w.flush()
 }
@@ -262,7 +262,7 @@ func buildZeroBlock(rb kv.Reports, li uint8, b, c0, c1 uint32) error {
 		}
 	}
 	if texts > 0 {
-		w.counts[string(countKey(kindZero, "", li, b))] = texts
+		w.counts[string(countKey(kindZero, "", li, b))] = &texts
 	}
 	return w.flush()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -241,7 +240,7 @@ func Rollup(recs []kv.SearchRecord, rb kv.Reports) error {
 
 func newRollupWriter(rb kv.Reports) *rollupWriter {
 	return &rollupWriter{rb: rb, entries: map[string]*entryVal{}, queries: map[string]*queryVal{},
-		domains: map[string]*domainVal{}, zeros: map[string]*zeroVal{}, counts: map[string]int64{}}
+		domains: map[string]*domainVal{}, zeros: map[string]*zeroVal{}, counts: map[string]*int64{}}
 }
 
 // rollupWriter counts a batch of searches and writes the counts.
@@ -258,8 +257,9 @@ type rollupWriter struct {
 	queries map[string]*queryVal
 	zeros   map[string]*zeroVal
 	texts   []string
-	counts  map[string]int64 // distinct-text counters touched
-	key     []byte           // scratch for building keys
+	counts  map[string]*int64 // distinct-text counters touched
+	key     []byte            // scratch for building keys
+	ckey    []byte            // scratch for building counter keys
 }
 
 // search is what the text counting needs of one record.
@@ -475,20 +475,21 @@ func (w *rollupWriter) domain(key []byte) *domainVal {
 	return v
 }
 
-// admit reports whether one more distinct text fits the block's bound
-// (and counts it), for the counter key ck.
+// admit reports whether one more distinct text fits the bound of the
+// block whose counter key is ck (and counts it).
 func (w *rollupWriter) admit(ck []byte, size uint32) bool {
-	n, ok := w.counts[string(ck)]
-	if !ok {
+	n := w.counts[string(ck)]
+	if n == nil {
+		n = new(int64)
 		if raw := w.rb.Get(ck); raw != nil {
-			n, _ = binary.Varint(raw)
+			*n, _ = binary.Varint(raw)
 		}
-	}
-	if n >= int64(maxTextsPerDay)*int64(size) {
 		w.counts[string(ck)] = n
+	}
+	if *n >= int64(maxTextsPerDay)*int64(size) {
 		return false
 	}
-	w.counts[string(ck)] = n + 1
+	*n++
 	return true
 }
 
@@ -503,8 +504,11 @@ func (w *rollupWriter) query(pub string, level uint8, block, size uint32, norm, 
 	if !v.absent {
 		return v, nil
 	}
-	if norm != otherTexts && !w.admit(countKey(kindQuery, pub, level, block), size) {
-		return w.query(pub, level, block, size, otherTexts, "")
+	if norm != otherTexts {
+		w.ckey = appendCountKey(w.ckey[:0], kindQuery, pub, level, block)
+		if !w.admit(w.ckey, size) {
+			return w.query(pub, level, block, size, otherTexts, "")
+		}
 	}
 	v.absent = false
 	v.Shown = shown
@@ -521,8 +525,11 @@ func (w *rollupWriter) zero(level uint8, block, size uint32, norm, shown string,
 	if !v.absent {
 		return v, nil
 	}
-	if norm != otherTexts && !w.admit(countKey(kindZero, "", level, block), size) {
-		return w.zero(level, block, size, otherTexts, "", nil)
+	if norm != otherTexts {
+		w.ckey = appendCountKey(w.ckey[:0], kindZero, "", level, block)
+		if !w.admit(w.ckey, size) {
+			return w.zero(level, block, size, otherTexts, "", nil)
+		}
 	}
 	v.absent = false
 	v.Shown = shown
@@ -551,12 +558,12 @@ func (w *rollupWriter) flush() error {
 		vals = encode(vals)
 		return w.rb.Put(w.key, vals[start:len(vals):len(vals)])
 	}
-	for _, k := range slices.Sorted(maps.Keys(w.counts)) {
-		if err := put(k, func(b []byte) []byte { return binary.AppendVarint(b, w.counts[k]) }); err != nil {
+	for _, k := range sortedKeys(w.counts) {
+		if err := put(k, func(b []byte) []byte { return binary.AppendVarint(b, *w.counts[k]) }); err != nil {
 			return err
 		}
 	}
-	domains := slices.Sorted(maps.Keys(w.domains))
+	domains := sortedKeys(w.domains)
 	if err := w.rb.GetSorted(domains, func(i int, raw []byte) error {
 		if raw == nil {
 			return nil
@@ -577,7 +584,7 @@ func (w *rollupWriter) flush() error {
 			return err
 		}
 	}
-	entries := slices.Sorted(maps.Keys(w.entries))
+	entries := sortedKeys(w.entries)
 	if err := w.rb.GetSorted(entries, func(i int, raw []byte) error {
 		if raw == nil {
 			return nil
@@ -615,6 +622,15 @@ func (w *rollupWriter) flush() error {
 		}
 	}
 	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // Keys. A domain never holds a 0 byte (it is a DNS name), so it ends at
@@ -659,7 +675,11 @@ func appendZeroKey(k []byte, level uint8, block uint32, text string) []byte {
 }
 
 func countKey(kind byte, domain string, level uint8, block uint32) []byte {
-	k := []byte{kindCount, kind}
+	return appendCountKey(nil, kind, domain, level, block)
+}
+
+func appendCountKey(k []byte, kind byte, domain string, level uint8, block uint32) []byte {
+	k = append(k, kindCount, kind)
 	k = append(k, domain...)
 	k = append(k, 0, level)
 	return binary.BigEndian.AppendUint32(k, block)
