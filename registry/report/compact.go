@@ -180,7 +180,7 @@ func buildDomainBlock(rb kv.Reports, kind byte, domain string, li uint8, b, c0, 
 	if err := deleteAll(rb, countKey(kind, domain, li, b)); err != nil {
 		return err
 	}
-	w := newRollupWriter(rb)
+	w := newRollupWriter(rb, 0)
 	cl := li - 1
 	texts := int64(0)
 	err := childRange(rb, kind, domain, cl, c0, c1, func(rest, raw []byte) error {
@@ -230,7 +230,7 @@ func buildZeroBlock(rb kv.Reports, li uint8, b, c0, c1 uint32) error {
 	if err := deleteAll(rb, countKey(kindZero, "", li, b)); err != nil {
 		return err
 	}
-	w := newRollupWriter(rb)
+	w := newRollupWriter(rb, 0)
 	cl := li - 1
 	texts := int64(0)
 	for c := c0; c <= c1; c++ {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -221,7 +220,11 @@ func PublisherOf(id string) string {
 // holds (at most maxTextsPerDay per domain and day, the first asked), are
 // read ahead in one ordered pass and then counted search by search.
 func Rollup(recs []kv.SearchRecord, rb kv.Reports) error {
-	w := newRollupWriter(rb)
+	results := 0
+	for i := range recs {
+		results += len(recs[i].Results)
+	}
+	w := newRollupWriter(rb, results)
 	w.marks = readMarks(rb)
 	searches, err := w.countFigures(recs)
 	if err != nil {
@@ -231,16 +234,15 @@ func Rollup(recs []kv.SearchRecord, rb kv.Reports) error {
 		return err
 	}
 	for i := range searches {
-		if err := w.countTexts(&searches[i]); err != nil {
-			return err
-		}
+		w.countTexts(&searches[i])
 	}
 	return w.flush()
 }
 
-func newRollupWriter(rb kv.Reports) *rollupWriter {
-	return &rollupWriter{rb: rb, entries: map[string]*entryVal{}, queries: map[string]*queryVal{},
-		domains: map[string]*domainVal{}, zeros: map[string]*zeroVal{}, counts: map[string]*int64{}}
+// newRollupWriter makes a writer for about n keys of each kind.
+func newRollupWriter(rb kv.Reports, n int) *rollupWriter {
+	return &rollupWriter{rb: rb, entries: make(map[string]*entryVal, n), domains: map[string]*domainVal{},
+		queries: make(map[string]*queryVal, n), zeros: map[string]*zeroVal{}, counts: map[string]*int64{}}
 }
 
 // rollupWriter counts a batch of searches and writes the counts.
@@ -253,21 +255,32 @@ type rollupWriter struct {
 	domains map[string]*domainVal
 	// queries and zeros hold stored values (read ahead) with what this
 	// batch adds; a text neither stored nor (yet) kept is absent. texts
-	// lists the keys of both.
+	// lists both.
 	queries map[string]*queryVal
 	zeros   map[string]*zeroVal
-	texts   []string
+	texts   []text
 	counts  map[string]*int64 // distinct-text counters touched
 	key     []byte            // scratch for building keys
-	ckey    []byte            // scratch for building counter keys
+}
+
+// text is a query or zero-result text's key and value.
+type text struct {
+	key string
+	q   *queryVal
+	z   *zeroVal
 }
 
 // search is what the text counting needs of one record.
 type search struct {
-	rec         *kv.SearchRecord
-	day         Day
-	norm, shown string
-	hits        []domainHit // in the order of the domains' first results
+	rec   *kv.SearchRecord
+	day   Day
+	shown string
+	hits  []domainHit // in the order of the domains' first results
+	// The values it counts into, per hit and level counted (or per level
+	// for a zero-result search): its text's, then its block's other
+	// texts'.
+	queries []*queryVal
+	zeros   []*zeroVal
 }
 
 // domainHit is a domain's best rank in one search's public results.
@@ -277,11 +290,15 @@ type domainHit struct {
 }
 
 // countFigures counts the entries' and domains' figures of recs and lists
-// the text keys they may count into (their own and their blocks' other
+// the texts they may count into (their own and their blocks' other
 // texts), for readTexts.
 func (w *rollupWriter) countFigures(recs []kv.SearchRecord) ([]search, error) {
 	searches := make([]search, len(recs))
-	var hits []domainHit // backing store of every search's hits
+	// Backing stores of every search's slices; a search's part is capped,
+	// so appends for later searches cannot overwrite it.
+	var hits []domainHit
+	var queries []*queryVal
+	var zeros []*zeroVal
 	for i := range recs {
 		rec := &recs[i]
 		if rec.Time.IsZero() {
@@ -289,20 +306,21 @@ func (w *rollupWriter) countFigures(recs []kv.SearchRecord) ([]search, error) {
 		}
 		s := &searches[i]
 		s.rec, s.day = rec, DayOf(rec.Time)
-		s.norm = NormalizeQuery(rec.Text)
+		norm := NormalizeQuery(rec.Text)
 		s.shown = truncRunes(strings.TrimSpace(rec.Text), maxTextLen)
 		if len(rec.Results) == 0 {
-			if rec.Offset == 0 {
-				for li, size := range levels {
-					if w.marks.counted(li, s.day) {
-						block := uint32(s.day) / size
-						w.key = appendZeroKey(w.key[:0], uint8(li), block, s.norm)
-						w.listZero(w.key)
-						w.key = appendZeroKey(w.key[:0], uint8(li), block, otherTexts)
-						w.listZero(w.key)
-					}
+			if rec.Offset != 0 {
+				continue
+			}
+			first := len(zeros)
+			for li, size := range levels {
+				if w.marks.counted(li, s.day) {
+					block := uint32(s.day) / size
+					zeros = append(zeros, w.listZero(appendZeroKey(w.key[:0], uint8(li), block, norm)),
+						w.listZero(appendZeroKey(w.key[:0], uint8(li), block, otherTexts)))
 				}
 			}
+			s.zeros = zeros[first:len(zeros):len(zeros)]
 			continue
 		}
 		first := len(hits)
@@ -328,8 +346,8 @@ func (w *rollupWriter) countFigures(recs []kv.SearchRecord) ([]search, error) {
 				}
 			}
 		}
-		// A sub-slice that appends for later searches cannot overwrite.
 		s.hits = hits[first:len(hits):len(hits)]
+		firstQuery := len(queries)
 		for _, h := range s.hits {
 			w.key = appendDomainKey(w.key[:0], h.pub, s.day)
 			d := w.domain(w.key)
@@ -343,13 +361,14 @@ func (w *rollupWriter) countFigures(recs []kv.SearchRecord) ([]search, error) {
 				if w.marks.counted(li, s.day) {
 					w.key = appendBlockPrefix(w.key[:0], kindQuery, h.pub, uint8(li), uint32(s.day)/size)
 					n := len(w.key)
-					w.key = append(w.key, s.norm...)
-					w.listQuery(w.key)
+					w.key = append(w.key, norm...)
+					queries = append(queries, w.listQuery(w.key))
 					w.key = append(w.key[:n], otherTexts...)
-					w.listQuery(w.key)
+					queries = append(queries, w.listQuery(w.key))
 				}
 			}
 		}
+		s.queries = queries[firstQuery:len(queries):len(queries)]
 	}
 	return searches, nil
 }
@@ -362,7 +381,7 @@ func (w *rollupWriter) listQuery(key []byte) *queryVal {
 		k := string(key)
 		v = &queryVal{absent: true}
 		w.queries[k] = v
-		w.texts = append(w.texts, k)
+		w.texts = append(w.texts, text{key: k, q: v})
 	}
 	return v
 }
@@ -374,53 +393,62 @@ func (w *rollupWriter) listZero(key []byte) *zeroVal {
 		k := string(key)
 		v = &zeroVal{absent: true}
 		w.zeros[k] = v
-		w.texts = append(w.texts, k)
+		w.texts = append(w.texts, text{key: k, z: v})
 	}
 	return v
 }
 
-// readTexts reads the listed text keys' stored values in key order.
+// readTexts reads the listed texts' stored values in key order.
 func (w *rollupWriter) readTexts() error {
-	slices.Sort(w.texts)
-	return w.rb.GetSorted(w.texts, func(i int, raw []byte) error {
+	slices.SortFunc(w.texts, func(a, b text) int { return strings.Compare(a.key, b.key) })
+	keys := make([]string, len(w.texts))
+	for i, t := range w.texts {
+		keys[i] = t.key
+	}
+	return w.rb.GetSorted(keys, func(i int, raw []byte) error {
 		if raw == nil {
 			return nil
 		}
-		k := w.texts[i]
-		if k[0] == kindZero {
-			v := w.zeros[k]
-			v.absent = false
-			return decodeZeroVal(raw, v)
+		if t := w.texts[i]; t.z != nil {
+			t.z.absent = false
+			return decodeZeroVal(raw, t.z)
 		}
-		v := w.queries[k]
-		v.absent = false
-		return decodeQueryVal(raw, v)
+		q := w.texts[i].q
+		q.absent = false
+		return decodeQueryVal(raw, q)
 	})
 }
 
 // countTexts counts s's text, per domain in its results with the
 // publishers ranked above it, or as a zero-result text.
-func (w *rollupWriter) countTexts(s *search) error {
+func (w *rollupWriter) countTexts(s *search) {
 	rec := s.rec
+	j := 0 // into s.queries or s.zeros
 	if len(rec.Results) == 0 {
 		if rec.Offset != 0 {
-			return nil
+			return
 		}
 		for li, size := range levels {
 			if !w.marks.counted(li, s.day) {
 				continue
 			}
-			v, err := w.zero(uint8(li), uint32(s.day)/size, size, s.norm, s.shown, rec.Filter)
-			if err != nil {
-				return err
+			v := s.zeros[j]
+			if v.absent {
+				w.key = appendCountKey(w.key[:0], kindZero, "", uint8(li), uint32(s.day)/size)
+				if w.admit(w.key, size) {
+					v.keep(s.shown, rec.Filter)
+				} else if v = s.zeros[j+1]; v.absent {
+					v.keep("", nil)
+				}
 			}
+			j += 2
 			if rec.Probe {
 				v.Probe++
 			} else {
 				v.Searches++
 			}
 		}
-		return nil
+		return
 	}
 	for _, h := range s.hits {
 		qs := QueryStats{Searches: 1, BestSum: int64(h.best), Best: int64(h.best)}
@@ -428,16 +456,22 @@ func (w *rollupWriter) countTexts(s *search) error {
 			if !w.marks.counted(li, s.day) {
 				continue
 			}
-			qv, err := w.query(h.pub, uint8(li), uint32(s.day)/size, size, s.norm, s.shown)
-			if err != nil {
-				return err
+			v := s.queries[j]
+			if v.absent {
+				w.key = appendCountKey(w.key[:0], kindQuery, h.pub, uint8(li), uint32(s.day)/size)
+				if w.admit(w.key, size) {
+					v.keep(s.shown)
+				} else if v = s.queries[j+1]; v.absent {
+					v.keep("")
+				}
 			}
-			m := &qv.Above
+			j += 2
+			m := &v.Above
 			if rec.Probe {
-				qv.Probe.add(qs)
-				m = &qv.ProbeAbve
+				v.Probe.add(qs)
+				m = &v.ProbeAbve
 			} else {
-				qv.Searches.add(qs)
+				v.Searches.add(qs)
 			}
 			for _, o := range s.hits {
 				if o.pub == h.pub || o.best >= h.best {
@@ -454,7 +488,26 @@ func (w *rollupWriter) countTexts(s *search) error {
 			}
 		}
 	}
-	return nil
+}
+
+// keep makes an absent text kept, as first asked.
+func (v *queryVal) keep(shown string) {
+	v.absent = false
+	v.Shown = shown
+}
+
+// keep makes an absent zero-result text kept, as first asked, with the
+// filter values it was asked with.
+func (v *zeroVal) keep(shown string, filter map[string][]string) {
+	v.absent = false
+	v.Shown = shown
+	for _, k := range []string{"type", "tags", "capabilities"} {
+		for _, t := range filter[k] {
+			if len(v.Tags) < 16 {
+				v.Tags = append(v.Tags, truncRunes(strings.ToLower(t), 100))
+			}
+		}
+	}
 }
 
 func (w *rollupWriter) entry(key []byte) *entryVal {
@@ -493,129 +546,43 @@ func (w *rollupWriter) admit(ck []byte, size uint32) bool {
 	return true
 }
 
-// query is the value of domain pub's text norm in a block: the stored one,
-// a new one if the block keeps one more text, else the block's other texts.
-func (w *rollupWriter) query(pub string, level uint8, block, size uint32, norm, shown string) (*queryVal, error) {
-	w.key = append(appendBlockPrefix(w.key[:0], kindQuery, pub, level, block), norm...)
-	v := w.queries[string(w.key)]
-	if v == nil {
-		return nil, fmt.Errorf("report: query key %q not read ahead", w.key)
-	}
-	if !v.absent {
-		return v, nil
-	}
-	if norm != otherTexts {
-		w.ckey = appendCountKey(w.ckey[:0], kindQuery, pub, level, block)
-		if !w.admit(w.ckey, size) {
-			return w.query(pub, level, block, size, otherTexts, "")
-		}
-	}
-	v.absent = false
-	v.Shown = shown
-	return v, nil
-}
-
-// zero is the value of the zero-result text norm in a block, as query's.
-func (w *rollupWriter) zero(level uint8, block, size uint32, norm, shown string, filter map[string][]string) (*zeroVal, error) {
-	w.key = appendZeroKey(w.key[:0], level, block, norm)
-	v := w.zeros[string(w.key)]
-	if v == nil {
-		return nil, fmt.Errorf("report: zero-result key %q not read ahead", w.key)
-	}
-	if !v.absent {
-		return v, nil
-	}
-	if norm != otherTexts {
-		w.ckey = appendCountKey(w.ckey[:0], kindZero, "", level, block)
-		if !w.admit(w.ckey, size) {
-			return w.zero(level, block, size, otherTexts, "", nil)
-		}
-	}
-	v.absent = false
-	v.Shown = shown
-	for _, k := range []string{"type", "tags", "capabilities"} {
-		for _, t := range filter[k] {
-			if len(v.Tags) < 16 {
-				v.Tags = append(v.Tags, truncRunes(strings.ToLower(t), 100))
-			}
-		}
-	}
-	return v, nil
-}
-
 // flush writes every touched key in key order, the entries' and domains'
 // counts added to the stored ones. bbolt splits a page's node only when
 // the transaction commits, so keys put in random order into one node each
 // shift all those put before them: a batch's cost grew with the square of
 // its new keys in one block. In key order, each put lands past the ones
-// before it. The kinds' first bytes sort counts, domains, entries,
-// queries, zeros: each kind in order is every key in order.
+// before it.
 func (w *rollupWriter) flush() error {
-	var vals []byte // every value, one after another: bbolt keeps a put's value until the commit
-	put := func(k string, encode func([]byte) []byte) error {
-		w.key = append(w.key[:0], k...) // bbolt copies a put's key
-		start := len(vals)
-		vals = encode(vals)
-		return w.rb.Put(w.key, vals[start:len(vals):len(vals)])
-	}
-	for _, k := range sortedKeys(w.counts) {
-		if err := put(k, func(b []byte) []byte { return binary.AppendVarint(b, *w.counts[k]) }); err != nil {
+	p := &putter{rb: w.rb}
+	for _, c := range sorted(w.counts) {
+		if err := p.put(c.key, binary.AppendVarint(p.next(), *c.v)); err != nil {
 			return err
 		}
 	}
-	domains := sortedKeys(w.domains)
-	if err := w.rb.GetSorted(domains, func(i int, raw []byte) error {
-		if raw == nil {
-			return nil
-		}
-		var stored domainVal
-		if err := decodeDomainVal(raw, &stored); err != nil {
-			return err
-		}
-		v := w.domains[domains[i]]
+	if err := writeSums(p, w.domains, decodeDomainVal, encodeDomainVal, func(v, stored *domainVal) {
 		v.Searches.add(stored.Searches)
 		v.Probe.add(stored.Probe)
-		return nil
 	}); err != nil {
 		return err
 	}
-	for _, k := range domains {
-		if err := put(k, func(b []byte) []byte { return encodeDomainVal(b, w.domains[k]) }); err != nil {
-			return err
-		}
-	}
-	entries := sortedKeys(w.entries)
-	if err := w.rb.GetSorted(entries, func(i int, raw []byte) error {
-		if raw == nil {
-			return nil
-		}
-		var stored entryVal
-		if err := decodeEntryVal(raw, &stored); err != nil {
-			return err
-		}
-		v := w.entries[entries[i]]
+	if err := writeSums(p, w.entries, decodeEntryVal, encodeEntryVal, func(v, stored *entryVal) {
 		v.Searches.Add(stored.Searches)
 		v.Probe.Add(stored.Probe)
-		return nil
 	}); err != nil {
 		return err
 	}
-	for _, k := range entries {
-		if err := put(k, func(b []byte) []byte { return encodeEntryVal(b, w.entries[k]) }); err != nil {
-			return err
-		}
+	// Sorted by readTexts, unless a block is being built (compact.go).
+	byKey := func(a, b text) int { return strings.Compare(a.key, b.key) }
+	if !slices.IsSortedFunc(w.texts, byKey) {
+		slices.SortFunc(w.texts, byKey)
 	}
-	if !slices.IsSorted(w.texts) { // sorted by readTexts, unless compacting
-		slices.Sort(w.texts)
-	}
-	for _, k := range w.texts {
+	for _, t := range w.texts {
 		var err error
-		if k[0] == kindZero {
-			if v := w.zeros[k]; !v.absent {
-				err = put(k, func(b []byte) []byte { return encodeZeroVal(b, v) })
-			}
-		} else if v := w.queries[k]; !v.absent {
-			err = put(k, func(b []byte) []byte { return encodeQueryVal(b, v) })
+		switch {
+		case t.z != nil && !t.z.absent:
+			err = p.put(t.key, encodeZeroVal(p.next(), t.z))
+		case t.q != nil && !t.q.absent:
+			err = p.put(t.key, encodeQueryVal(p.next(), t.q))
 		}
 		if err != nil {
 			return err
@@ -624,13 +591,78 @@ func (w *rollupWriter) flush() error {
 	return nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// putter puts a batch's values, encoded one after another into one
+// buffer: bbolt keeps a put's value (not a copy) until the commit.
+type putter struct {
+	rb   kv.Reports
+	key  []byte // scratch: bbolt copies a put's key
+	vals []byte
+}
+
+// next is where to append the next value: the buffer's free space, a new
+// buffer's when little is left.
+func (p *putter) next() []byte {
+	if cap(p.vals)-len(p.vals) < 1<<10 {
+		p.vals = make([]byte, 0, 64<<10)
 	}
-	slices.Sort(keys)
-	return keys
+	return p.vals[len(p.vals):]
+}
+
+// put stores val, appended to next(), under key.
+func (p *putter) put(key string, val []byte) error {
+	if len(val) > cap(p.next()) { // appending moved it: it starts a new buffer
+		p.vals = val
+	} else {
+		p.vals = p.vals[:len(p.vals)+len(val)]
+	}
+	p.key = append(p.key[:0], key...)
+	return p.rb.Put(p.key, val[:len(val):len(val)])
+}
+
+// writeSums writes each of m's values (what a batch adds) plus the value
+// stored under its key, in key order.
+func writeSums[V any](p *putter, m map[string]*V, decode func([]byte, *V) error, encode func([]byte, *V) []byte, add func(v, stored *V)) error {
+	vals := sorted(m)
+	keys := make([]string, len(vals))
+	for i, kv := range vals {
+		keys[i] = kv.key
+	}
+	stored := new(V)
+	if err := p.rb.GetSorted(keys, func(i int, raw []byte) error {
+		if raw == nil {
+			return nil
+		}
+		var zero V
+		*stored = zero
+		if err := decode(raw, stored); err != nil {
+			return err
+		}
+		add(vals[i].v, stored)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, kv := range vals {
+		if err := p.put(kv.key, encode(p.next(), kv.v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type keyed[V any] struct {
+	key string
+	v   *V
+}
+
+// sorted is m's keys and values in key order.
+func sorted[V any](m map[string]*V) []keyed[V] {
+	out := make([]keyed[V], 0, len(m))
+	for k, v := range m {
+		out = append(out, keyed[V]{k, v})
+	}
+	slices.SortFunc(out, func(a, b keyed[V]) int { return strings.Compare(a.key, b.key) })
+	return out
 }
 
 // Keys. A domain never holds a 0 byte (it is a DNS name), so it ends at
