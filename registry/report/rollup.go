@@ -224,7 +224,7 @@ func Rollup(recs []kv.SearchRecord, rb kv.Reports) error {
 	for i := range recs {
 		results += len(recs[i].Results)
 	}
-	w := newRollupWriter(rb, results)
+	w := newRollupWriter(rb, min(results, 1<<15))
 	w.marks = readMarks(rb)
 	searches, err := w.countFigures(recs)
 	if err != nil {
