@@ -8,8 +8,9 @@ import (
 )
 
 // The reports bucket holds what the publisher reports keep beside the
-// demand log: daily rollups per domain and entry, written in the very
-// transaction that appends the searches they count, and the daily
+// demand log: daily rollups per domain and entry, written in the
+// transaction that takes the searches they count off the log's list of
+// records to count (RollupSearches), and the daily
 // snapshots of adoption, usage and web positions. The keys and values are
 // registry/report's encoding: this package stores bytes under keys and
 // knows nothing of what they count.
@@ -38,7 +39,9 @@ func (r Reports) Get(key []byte) []byte {
 // batch of rollups reads thousands of keys, most of them a few keys apart.
 func (r Reports) GetSorted(keys []string, fn func(i int, val []byte) error) error {
 	// maxSteps is how far the cursor walks before it searches instead: a
-	// search from the root costs a few dozen key comparisons.
+	// step costs about 40 ns, a search from the root 1-2 µs
+	// (BenchmarkGetSorted), so a lookup costs at most about twice the
+	// cheaper of the two.
 	const maxSteps = 16
 	c := r.b.Cursor()
 	var buf, k, v []byte
