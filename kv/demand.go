@@ -34,7 +34,9 @@ var (
 const demandDayLayout = "2006-01-02"
 
 // SearchRecord is what the demand log keeps of one search: what was asked,
-// how it was routed, and which entries came back at which rank.
+// how it was routed, and which entries came back at which rank. It is
+// stored in binary (demandrecord.go); the JSON names are those of the
+// records stored before, which are still read.
 type SearchRecord struct {
 	Time       time.Time           `json:"t"`
 	Text       string              `json:"q"`
@@ -99,6 +101,7 @@ func (db *DB) AppendSearches(recs []SearchRecord) error {
 		toRollup.FillPercent = appendFillPercent
 		daily := tx.Bucket(bucketDemandDaily)
 		days := map[string]*DemandDay{}
+		var vals []byte // every record, one after another: bbolt keeps a put's value until the commit
 		for i := range recs {
 			rec := &recs[i]
 			if rec.Time.IsZero() {
@@ -108,10 +111,9 @@ func (db *DB) AppendSearches(recs []SearchRecord) error {
 			if err != nil {
 				return err
 			}
-			val, err := json.Marshal(rec)
-			if err != nil {
-				return fmt.Errorf("kv: encode search record: %w", err)
-			}
+			start := len(vals)
+			vals = appendSearchRecord(vals, rec)
+			val := vals[start:len(vals):len(vals)]
 			key := demandKey(rec.Time, seq)
 			if err := log.Put(key, val); err != nil {
 				return err
@@ -183,21 +185,27 @@ func (db *DB) RollupSearches(limit int, rollup func([]SearchRecord, Reports) err
 	}
 	n := 0
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		log := tx.Bucket(bucketDemand)
+		log := tx.Bucket(bucketDemand).Cursor()
 		c := tx.Bucket(bucketDemandToRollup).Cursor()
 		recs := make([]SearchRecord, 0, min(limit, 4096))
 		var keys [][]byte
+		var lk, lv []byte // where log is
 		for k, _ := c.First(); k != nil && len(keys) < limit; k, _ = c.Next() {
 			keys = append(keys, k)
-			v := log.Get(k)
-			if v == nil {
-				continue
+			// The listed records mostly follow one another in the log.
+			if lk != nil {
+				lk, lv = log.Next()
 			}
-			var rec SearchRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("kv: decode search record: %w", err)
+			if !bytes.Equal(lk, k) {
+				if lk, lv = log.Seek(k); !bytes.Equal(lk, k) {
+					lk = nil
+					continue // pruned
+				}
 			}
-			recs = append(recs, rec)
+			recs = append(recs, SearchRecord{})
+			if err := decodeSearchRecord(lv, &recs[len(recs)-1]); err != nil {
+				return err
+			}
 		}
 		if len(recs) > 0 {
 			if err := rollup(recs, writableReports(tx)); err != nil {
@@ -241,8 +249,8 @@ func (db *DB) SearchesSince(since time.Time, fn func(SearchRecord) (bool, error)
 		c := tx.Bucket(bucketDemand).Cursor()
 		for k, v := c.Seek(start); k != nil; k, v = c.Next() {
 			var rec SearchRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("kv: decode search record: %w", err)
+			if err := decodeSearchRecord(v, &rec); err != nil {
+				return err
 			}
 			more, err := fn(rec)
 			if err != nil || !more {

@@ -8,8 +8,9 @@ import (
 )
 
 // The reports bucket holds what the publisher reports keep beside the
-// demand log: daily rollups per domain and entry, written in the very
-// transaction that appends the searches they count, and the daily
+// demand log: daily rollups per domain and entry, written in the
+// transaction that takes the searches they count off the log's list of
+// records to count (RollupSearches), and the daily
 // snapshots of adoption, usage and web positions. The keys and values are
 // registry/report's encoding: this package stores bytes under keys and
 // knows nothing of what they count.
@@ -19,11 +20,52 @@ var bucketReports = bucket("reports")
 // returns are valid only during that transaction.
 type Reports struct {
 	b        *bolt.Bucket
+	c        *bolt.Cursor // reused by Get: bbolt's Get makes a cursor, and grows its stack, per call
 	writable bool
 }
 
 // Get returns the value stored under key, or nil.
-func (r Reports) Get(key []byte) []byte { return r.b.Get(key) }
+func (r Reports) Get(key []byte) []byte {
+	if k, v := r.c.Seek(key); bytes.Equal(k, key) {
+		return v
+	}
+	return nil
+}
+
+// GetSorted calls fn with the value stored under each of keys, or nil,
+// in turn, until fn returns an error; keys must be in ascending order, and
+// fn must not write to the bucket. Keys that lie close together in the
+// bucket cost a cursor step each instead of a search from the root: a
+// batch of rollups reads thousands of keys, most of them a few keys apart.
+func (r Reports) GetSorted(keys []string, fn func(i int, val []byte) error) error {
+	// maxSteps is how far the cursor walks before it searches instead: a
+	// step costs about 40 ns, a search from the root 1-2 µs
+	// (BenchmarkGetSorted), so a lookup costs at most about twice the
+	// cheaper of the two.
+	const maxSteps = 16
+	c := r.b.Cursor()
+	var buf, k, v []byte
+	for i, key := range keys {
+		buf = append(buf[:0], key...)
+		steps := 0
+		for i > 0 && k != nil && bytes.Compare(k, buf) < 0 && steps < maxSteps {
+			k, v = c.Next()
+			steps++
+		}
+		if i == 0 || k != nil && bytes.Compare(k, buf) < 0 {
+			k, v = c.Seek(buf)
+		}
+		// The cursor is at the first key at or after key (nil: none).
+		var val []byte
+		if bytes.Equal(k, buf) {
+			val = v
+		}
+		if err := fn(i, val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Put stores val under key; only in a writable transaction.
 func (r Reports) Put(key, val []byte) error {
@@ -74,7 +116,8 @@ func (r Reports) DeleteRange(prefix []byte, drop func(k []byte) bool, limit int)
 // ViewReports runs fn in a read transaction over the reports bucket.
 func (db *DB) ViewReports(fn func(Reports) error) error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
-		return fn(Reports{b: tx.Bucket(bucketReports)})
+		b := tx.Bucket(bucketReports)
+		return fn(Reports{b: b, c: b.Cursor()})
 	})
 }
 
@@ -95,5 +138,5 @@ const reportsFillPercent = 0.9
 func writableReports(tx *bolt.Tx) Reports {
 	b := tx.Bucket(bucketReports)
 	b.FillPercent = reportsFillPercent
-	return Reports{b: b, writable: true}
+	return Reports{b: b, c: b.Cursor(), writable: true}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardx-dev/ardx/internal/procstat"
 	"github.com/ardx-dev/ardx/kv"
 	"github.com/ardx-dev/ardx/registry/report"
 )
@@ -71,64 +72,100 @@ func BenchmarkDemand365Days10kEntries(b *testing.B) {
 
 // BenchmarkRollup measures the demand log's cost per search with the
 // rollups counted behind it in batches of 1 (every search its own
-// transaction), 100 and 1,000 (the demand writer's batch at about 1,000
-// searches/s), appends included, into a log that already holds a day of
-// rollups for 1,000 entries; batch=none appends without rolling up. The
-// text is one of 500, the results of 10 of 50 publishers.
+// transaction), 100, 1,000 (the demand writer's batch at about 1,000
+// searches/s) and 4,096 (its largest, from about 4,000 searches/s),
+// appends included, into a log that already holds 2,000 searches of the
+// day; batch=none appends without rolling up. Each op is a batch: with
+// -benchtime 2000x the unique cases run millions of searches, so give
+// them fewer (-bench 'Rollup/texts=unique' -benchtime 200x).
+//
+// texts=500: the text is one of 500, the results of 10 of 50 publishers,
+// 1,000 entries. texts=unique: every search a new text, as under
+// internal/loadgen (the load that costs: a new query key per publisher in
+// the results), over 100,000 entries of which four in five belong to 22
+// large publishers and the rest to 2,000 small ones, as the toolsdk
+// corpus's copies fall (npm.test and its mirrors, the scoped ones).
 func BenchmarkRollup(b *testing.B) {
-	for _, batch := range []int{0, 1, 100, 1000} {
-		name := fmt.Sprint(batch)
-		if batch == 0 {
-			name = "none"
+	type gen func(i int) kv.SearchRecord
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	repeated := func(i int) kv.SearchRecord {
+		r := kv.SearchRecord{Time: now.Add(time.Duration(i) * time.Millisecond), Text: fmt.Sprintf("query %d", i%500)}
+		for k := range 10 {
+			r.Results = append(r.Results, kv.ReturnedEntry{ID: fmt.Sprintf("urn:air:pub%d.test:e%d", (i+k)%50, (i*7+k)%1000), Rank: k + 1})
 		}
-		b.Run("batch="+name, func(b *testing.B) {
-			db, err := kv.Open(b.TempDir(), kv.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-			// As the demand writer does at start: today's searches count
-			// into days; blocks are built when complete.
-			if _, err := report.Compact(db, now, 1); err != nil {
-				b.Fatal(err)
-			}
-			rec := func(i int) kv.SearchRecord {
-				r := kv.SearchRecord{Time: now.Add(time.Duration(i) * time.Millisecond), Text: fmt.Sprintf("query %d", i%500)}
-				for k := range 10 {
-					r.Results = append(r.Results, kv.ReturnedEntry{ID: fmt.Sprintf("urn:air:pub%d.test:e%d", (i+k)%50, (i*7+k)%1000), Rank: k + 1})
-				}
-				return r
-			}
-			var seed []kv.SearchRecord
-			for i := range 2000 {
-				seed = append(seed, rec(i))
-			}
-			if err := db.AppendSearches(seed); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := db.RollupSearches(len(seed), report.Rollup); err != nil {
-				b.Fatal(err)
-			}
-			n := max(batch, 1)
-			group := make([]kv.SearchRecord, n)
-			i := 0
-			for b.Loop() {
-				for k := range group {
-					group[k] = rec(i)
-					i++
-				}
-				if err := db.AppendSearches(group); err != nil {
-					b.Fatal(err)
-				}
-				if batch == 0 {
-					continue
-				}
-				if _, err := db.RollupSearches(n, report.Rollup); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(i), "µs/search")
-		})
+		return r
 	}
+	unique := func(i int) kv.SearchRecord {
+		r := kv.SearchRecord{Time: now.Add(time.Duration(i) * time.Millisecond), Text: fmt.Sprintf("find a tool that does thing number %d for me", i)}
+		for k := range 10 {
+			j := (i*7919 + k*104729) % 100000
+			pub := fmt.Sprintf("m%d.npm.test", j%22)
+			if j%5 == 0 {
+				pub = fmt.Sprintf("s%d.test", j/5%2000)
+			}
+			r.Results = append(r.Results, kv.ReturnedEntry{ID: fmt.Sprintf("urn:air:%s:e%d", pub, j), Rank: k + 1})
+		}
+		return r
+	}
+	for _, texts := range []struct {
+		name    string
+		rec     gen
+		batches []int
+	}{{"500", repeated, []int{0, 1, 100, 1000}}, {"unique", unique, []int{0, 100, 1000, 4096}}} {
+		for _, batch := range texts.batches {
+			name := fmt.Sprint(batch)
+			if batch == 0 {
+				name = "none"
+			}
+			b.Run("texts="+texts.name+"/batch="+name, func(b *testing.B) {
+				benchmarkRollup(b, now, batch, texts.rec)
+			})
+		}
+	}
+}
+
+func benchmarkRollup(b *testing.B, now time.Time, batch int, rec func(int) kv.SearchRecord) {
+	db, err := kv.Open(b.TempDir(), kv.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	// As the demand writer does at start: today's searches count
+	// into days; blocks are built when complete.
+	if _, err := report.Compact(db, now, 1); err != nil {
+		b.Fatal(err)
+	}
+	var seed []kv.SearchRecord
+	for i := range 2000 {
+		seed = append(seed, rec(i))
+	}
+	if err := db.AppendSearches(seed); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.RollupSearches(len(seed), report.Rollup); err != nil {
+		b.Fatal(err)
+	}
+	n := max(batch, 1)
+	group := make([]kv.SearchRecord, n)
+	i := len(seed)
+	cpu := procstat.CPUTime()
+	for b.Loop() {
+		for k := range group {
+			group[k] = rec(i)
+			i++
+		}
+		if err := db.AppendSearches(group); err != nil {
+			b.Fatal(err)
+		}
+		if batch == 0 {
+			continue
+		}
+		if _, err := db.RollupSearches(n, report.Rollup); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// On a shared machine wall time mostly measures the neighbours and the
+	// disk; CPU time (the process's, GC included) what the code costs.
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(i-len(seed)), "µs/search")
+	b.ReportMetric(float64((procstat.CPUTime()-cpu).Microseconds())/float64(i-len(seed)), "cpu-µs/search")
 }

@@ -180,22 +180,18 @@ func buildDomainBlock(rb kv.Reports, kind byte, domain string, li uint8, b, c0, 
 	if err := deleteAll(rb, countKey(kind, domain, li, b)); err != nil {
 		return err
 	}
-	w := newRollupWriter(rb)
+	w := newRollupWriter(rb, 0)
 	cl := li - 1
 	texts := int64(0)
 	err := childRange(rb, kind, domain, cl, c0, c1, func(rest, raw []byte) error {
-		key := string(append(blockPrefix(kind, domain, li, b), rest...))
+		key := append(blockPrefix(kind, domain, li, b), rest...)
 		switch kind {
 		case kindEntry:
 			var v entryVal
 			if err := decodeEntryVal(raw, &v); err != nil {
 				return err
 			}
-			acc := w.entries[key]
-			if acc == nil {
-				acc = &entryVal{}
-				w.entries[key] = acc
-			}
+			acc := w.entry(key)
 			acc.Searches.Add(v.Searches)
 			acc.Probe.Add(v.Probe)
 		case kindQuery:
@@ -203,10 +199,10 @@ func buildDomainBlock(rb kv.Reports, kind byte, domain string, li uint8, b, c0, 
 			if err := decodeQueryVal(raw, &v); err != nil {
 				return err
 			}
-			acc := w.queries[key]
-			if acc == nil {
-				acc = &queryVal{Shown: v.Shown}
-				w.queries[key] = acc
+			acc := w.listQuery(key)
+			if acc.absent {
+				acc.absent = false
+				acc.Shown = v.Shown
 				if string(rest) != otherTexts {
 					texts++
 				}
@@ -222,7 +218,7 @@ func buildDomainBlock(rb kv.Reports, kind byte, domain string, li uint8, b, c0, 
 		return err
 	}
 	if kind == kindQuery && texts > 0 {
-		w.counts[string(countKey(kindQuery, domain, li, b))] = texts
+		w.counts[string(countKey(kindQuery, domain, li, b))] = &texts
 	}
 	return w.flush()
 }
@@ -234,7 +230,7 @@ func buildZeroBlock(rb kv.Reports, li uint8, b, c0, c1 uint32) error {
 	if err := deleteAll(rb, countKey(kindZero, "", li, b)); err != nil {
 		return err
 	}
-	w := newRollupWriter(rb)
+	w := newRollupWriter(rb, 0)
 	cl := li - 1
 	texts := int64(0)
 	for c := c0; c <= c1; c++ {
@@ -245,11 +241,10 @@ func buildZeroBlock(rb kv.Reports, li uint8, b, c0, c1 uint32) error {
 				return false, err
 			}
 			text := k[len(prefix):]
-			key := string(zeroKey(li, b, string(text)))
-			acc := w.zeros[key]
-			if acc == nil {
-				acc = &zeroVal{Shown: v.Shown}
-				w.zeros[key] = acc
+			acc := w.listZero(append(zeroKey(li, b, ""), text...))
+			if acc.absent {
+				acc.absent = false
+				acc.Shown = v.Shown
 				if string(text) != otherTexts {
 					texts++
 				}
@@ -267,7 +262,7 @@ func buildZeroBlock(rb kv.Reports, li uint8, b, c0, c1 uint32) error {
 		}
 	}
 	if texts > 0 {
-		w.counts[string(countKey(kindZero, "", li, b))] = texts
+		w.counts[string(countKey(kindZero, "", li, b))] = &texts
 	}
 	return w.flush()
 }

@@ -3,7 +3,6 @@ package report
 import (
 	"encoding/binary"
 	"errors"
-	"maps"
 	"slices"
 )
 
@@ -108,7 +107,13 @@ func (r *reader) qs(q *QueryStats) {
 
 func appendCounts(b []byte, m map[string]int64) []byte {
 	b = appendUint(b, int64(len(m)))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
+	var small [maxAbove + 1]string // what a rollup keeps: no allocation
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		b = appendStr(b, k)
 		b = appendUint(b, m[k])
 	}

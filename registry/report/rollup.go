@@ -3,8 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -139,6 +137,7 @@ type queryVal struct {
 	Shown            string // the text as first asked
 	Searches, Probe  QueryStats
 	Above, ProbeAbve map[string]int64 // publisher ranked above the domain's best → searches
+	absent           bool             // not stored, and not kept by this batch: not written
 }
 
 // domainVal is the value of a domain day key: how many searches returned
@@ -150,6 +149,7 @@ type zeroVal struct {
 	Shown           string
 	Searches, Probe int64
 	Tags            []string // filter values (type, tags, capabilities) it asked
+	absent          bool     // as queryVal's
 }
 
 // otherTexts is the key text under which texts past the bound on distinct
@@ -204,278 +204,14 @@ func PublisherOf(id string) string {
 	return strings.ToLower(pub)
 }
 
-// Rollup counts recs into the reports bucket; the demand log writer calls
-// it inside the transaction that appends recs (kv.AppendSearchesWith), so
-// the rollups and the log never diverge. Private results are not counted.
-func Rollup(recs []kv.SearchRecord, rb kv.Reports) error {
-	w := newRollupWriter(rb)
-	w.marks = readMarks(rb)
-	for i := range recs {
-		if err := w.add(&recs[i]); err != nil {
-			return err
-		}
-	}
-	return w.flush()
-}
-
-func newRollupWriter(rb kv.Reports) *rollupWriter {
-	return &rollupWriter{rb: rb, entries: map[string]*entryVal{}, queries: map[string]*queryVal{},
-		domains: map[string]*domainVal{}, zeros: map[string]*zeroVal{}, counts: map[string]int64{}}
-}
-
-type rollupWriter struct {
-	rb      kv.Reports
-	entries map[string]*entryVal
-	queries map[string]*queryVal
-	domains map[string]*domainVal
-	zeros   map[string]*zeroVal
-	counts  map[string]int64 // distinct-text counters touched
-	marks   marks            // which levels a day's search counts into (compact.go)
-}
-
-func (w *rollupWriter) add(rec *kv.SearchRecord) error {
-	if rec.Time.IsZero() {
-		return errors.New("report: search record without time")
-	}
-	day := DayOf(rec.Time)
-	norm := NormalizeQuery(rec.Text)
-	shown := truncRunes(strings.TrimSpace(rec.Text), maxTextLen)
-	if len(rec.Results) == 0 {
-		if rec.Offset != 0 {
-			return nil
-		}
-		for li, size := range levels {
-			if !w.marks.counted(li, day) {
-				continue
-			}
-			key := zeroKey(uint8(li), uint32(day)/size, norm)
-			v, err := w.zero(key, li, uint32(day)/size, size, shown, rec.Filter)
-			if err != nil {
-				return err
-			}
-			if rec.Probe {
-				v.Probe++
-			} else {
-				v.Searches++
-			}
-		}
-		return nil
-	}
-	// The best rank of each domain in this search, and the publishers of
-	// public entries in rank order, for "ranked above".
-	type domainHit struct {
-		best int
-	}
-	hits := map[string]*domainHit{}
-	order := []string{}
-	for _, r := range rec.Results {
-		if r.Private {
-			continue
-		}
-		pub := PublisherOf(r.ID)
-		if pub == "" || r.Rank < 1 {
-			continue
-		}
-		h := hits[pub]
-		if h == nil {
-			h = &domainHit{best: r.Rank}
-			hits[pub] = h
-			order = append(order, pub)
-		} else if r.Rank < h.best {
-			h.best = r.Rank
-		}
-		for li, size := range levels {
-			if !w.marks.counted(li, day) {
-				continue
-			}
-			key := entryKey(pub, uint8(li), uint32(day)/size, r.ID)
-			v, err := w.entry(key)
-			if err != nil {
-				return err
-			}
-			v.of(rec.Probe).addRank(r.Rank)
-		}
-	}
-	for _, pub := range order {
-		best := hits[pub].best
-		qs := QueryStats{Searches: 1, BestSum: int64(best), Best: int64(best)}
-		dk := domainKey(pub, day)
-		dv, err := w.domain(dk)
-		if err != nil {
-			return err
-		}
-		if rec.Probe {
-			dv.Probe.add(qs)
-		} else {
-			dv.Searches.add(qs)
-		}
-		var above []string
-		for _, other := range order {
-			if other != pub && hits[other].best < best {
-				above = append(above, other)
-			}
-		}
-		for li, size := range levels {
-			if !w.marks.counted(li, day) {
-				continue
-			}
-			block := uint32(day) / size
-			qv, err := w.query(pub, uint8(li), block, size, norm, shown)
-			if err != nil {
-				return err
-			}
-			m := &qv.Above
-			if rec.Probe {
-				qv.Probe.add(qs)
-				m = &qv.ProbeAbve
-			} else {
-				qv.Searches.add(qs)
-			}
-			for _, o := range above {
-				if *m == nil {
-					*m = map[string]int64{}
-				}
-				if _, ok := (*m)[o]; !ok && len(*m) >= maxAbove {
-					o = ""
-				}
-				(*m)[o]++
-			}
-		}
-	}
-	return nil
-}
-
-func (w *rollupWriter) entry(key []byte) (*entryVal, error) {
-	if v, ok := w.entries[string(key)]; ok {
-		return v, nil
-	}
-	v := &entryVal{}
-	if raw := w.rb.Get(key); raw != nil {
-		if err := decodeEntryVal(raw, v); err != nil {
-			return nil, err
-		}
-	}
-	w.entries[string(key)] = v
-	return v, nil
-}
-
-func (w *rollupWriter) domain(key []byte) (*domainVal, error) {
-	if v, ok := w.domains[string(key)]; ok {
-		return v, nil
-	}
-	v := &domainVal{}
-	if raw := w.rb.Get(key); raw != nil {
-		if err := decodeDomainVal(raw, v); err != nil {
-			return nil, err
-		}
-	}
-	w.domains[string(key)] = v
-	return v, nil
-}
-
-// admit reports whether one more distinct text fits the block's bound
-// (and counts it), for the counter key ck.
-func (w *rollupWriter) admit(ck []byte, size uint32) bool {
-	n, ok := w.counts[string(ck)]
-	if !ok {
-		if raw := w.rb.Get(ck); raw != nil {
-			n, _ = binary.Varint(raw)
-		}
-	}
-	if n >= int64(maxTextsPerDay)*int64(size) {
-		w.counts[string(ck)] = n
-		return false
-	}
-	w.counts[string(ck)] = n + 1
-	return true
-}
-
-func (w *rollupWriter) query(pub string, level uint8, block, size uint32, norm, shown string) (*queryVal, error) {
-	key := queryKey(pub, level, block, norm)
-	if v, ok := w.queries[string(key)]; ok {
-		return v, nil
-	}
-	v := &queryVal{}
-	if raw := w.rb.Get(key); raw != nil {
-		if err := decodeQueryVal(raw, v); err != nil {
-			return nil, err
-		}
-		w.queries[string(key)] = v
-		return v, nil
-	}
-	if norm != otherTexts && !w.admit(countKey(kindQuery, pub, level, block), size) {
-		return w.query(pub, level, block, size, otherTexts, "")
-	}
-	v.Shown = shown
-	w.queries[string(key)] = v
-	return v, nil
-}
-
-func (w *rollupWriter) zero(key []byte, li int, block, size uint32, shown string, filter map[string][]string) (*zeroVal, error) {
-	if v, ok := w.zeros[string(key)]; ok {
-		return v, nil
-	}
-	v := &zeroVal{}
-	if raw := w.rb.Get(key); raw != nil {
-		if err := decodeZeroVal(raw, v); err != nil {
-			return nil, err
-		}
-		w.zeros[string(key)] = v
-		return v, nil
-	}
-	norm := string(key[6:])
-	if norm != otherTexts && !w.admit(countKey(kindZero, "", uint8(li), block), size) {
-		return w.zero(zeroKey(uint8(li), block, otherTexts), li, block, size, "", nil)
-	}
-	v.Shown = shown
-	for _, k := range []string{"type", "tags", "capabilities"} {
-		for _, t := range filter[k] {
-			if len(v.Tags) < 16 {
-				v.Tags = append(v.Tags, truncRunes(strings.ToLower(t), 100))
-			}
-		}
-	}
-	w.zeros[string(key)] = v
-	return v, nil
-}
-
-// flush writes every touched key in key order. bbolt splits a page's node
-// only when the transaction commits, so keys put in random order into one
-// node each shift all those put before them: a batch's cost grew with the
-// square of its new keys in one block. In key order, each put lands past
-// the ones before it.
-func (w *rollupWriter) flush() error {
-	type kv struct{ k, v []byte }
-	out := make([]kv, 0, len(w.entries)+len(w.queries)+len(w.domains)+len(w.zeros)+len(w.counts))
-	for k, v := range w.entries {
-		out = append(out, kv{[]byte(k), encodeEntryVal(nil, v)})
-	}
-	for k, v := range w.queries {
-		out = append(out, kv{[]byte(k), encodeQueryVal(nil, v)})
-	}
-	for k, v := range w.domains {
-		out = append(out, kv{[]byte(k), encodeDomainVal(nil, v)})
-	}
-	for k, v := range w.zeros {
-		out = append(out, kv{[]byte(k), encodeZeroVal(nil, v)})
-	}
-	for k, n := range w.counts {
-		out = append(out, kv{[]byte(k), binary.AppendVarint(nil, n)})
-	}
-	slices.SortFunc(out, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
-	for _, e := range out {
-		if err := w.rb.Put(e.k, e.v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Keys. A domain never holds a 0 byte (it is a DNS name), so it ends at
 // the separator.
 
 func blockPrefix(kind byte, domain string, level uint8, block uint32) []byte {
-	k := make([]byte, 0, len(domain)+8+64)
+	return appendBlockPrefix(make([]byte, 0, len(domain)+8+64), kind, domain, level, block)
+}
+
+func appendBlockPrefix(k []byte, kind byte, domain string, level uint8, block uint32) []byte {
 	k = append(k, kind)
 	k = append(k, domain...)
 	k = append(k, 0, level)
@@ -490,20 +226,31 @@ func queryKey(domain string, level uint8, block uint32, text string) []byte {
 	return append(blockPrefix(kindQuery, domain, level, block), text...)
 }
 
-func domainKey(domain string, day Day) []byte {
-	k := append([]byte{kindDomain}, domain...)
+func domainKey(domain string, day Day) []byte { return appendDomainKey(nil, domain, day) }
+
+func appendDomainKey(k []byte, domain string, day Day) []byte {
+	k = append(k, kindDomain)
+	k = append(k, domain...)
 	k = append(k, 0)
 	return binary.BigEndian.AppendUint32(k, uint32(day))
 }
 
 func zeroKey(level uint8, block uint32, text string) []byte {
-	k := []byte{kindZero, level}
+	return appendZeroKey(nil, level, block, text)
+}
+
+func appendZeroKey(k []byte, level uint8, block uint32, text string) []byte {
+	k = append(k, kindZero, level)
 	k = binary.BigEndian.AppendUint32(k, block)
 	return append(k, text...)
 }
 
 func countKey(kind byte, domain string, level uint8, block uint32) []byte {
-	k := []byte{kindCount, kind}
+	return appendCountKey(nil, kind, domain, level, block)
+}
+
+func appendCountKey(k []byte, kind byte, domain string, level uint8, block uint32) []byte {
+	k = append(k, kindCount, kind)
 	k = append(k, domain...)
 	k = append(k, 0, level)
 	return binary.BigEndian.AppendUint32(k, block)

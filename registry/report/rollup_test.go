@@ -388,3 +388,125 @@ func zeroCounts(zs []report.ZeroQuery) map[string]int64 {
 	}
 	return out
 }
+
+// TestBatchesEqualOneByOne: counting a batch of searches writes exactly
+// the bytes counting them one by one does, whatever the batch holds: the
+// demand writer's batches (up to 4,096 records, in the order the log holds
+// them) are an optimisation, never a change to a report. The log here
+// reaches every bound (over 1,000 distinct texts per domain and per day,
+// searches with zero results and over 1,000 distinct zero-result texts,
+// more than 16 publishers ranked above a domain), repeats texts within a
+// batch, and holds stragglers into blocks that are already built.
+func TestBatchesEqualOneByOne(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(5, 6))
+	pubs := make([]string, 30)
+	for i := range pubs {
+		pubs[i] = fmt.Sprintf("p%d.test", i)
+	}
+	var log []kv.SearchRecord
+	for i := range 8000 {
+		rec := kv.SearchRecord{Time: now.Add(-time.Duration(rng.Int64N(int64(30 * time.Hour)))), Probe: rng.IntN(8) == 0}
+		switch rng.IntN(4) {
+		case 0: // a text asked before, in another case and spacing
+			rec.Text = fmt.Sprintf("  Tool  number %d ", rng.IntN(i+1))
+		default:
+			rec.Text = fmt.Sprintf("tool number %d", i)
+		}
+		if rng.IntN(10) == 0 {
+			rec.Time = now.Add(-time.Duration(60+rng.IntN(60)) * 24 * time.Hour) // a straggler
+		}
+		if rng.IntN(6) == 0 {
+			rec.Filter = map[string][]string{"tags": {fmt.Sprintf("Tag%d", rng.IntN(20))}, "type": {"mcp"}}
+		}
+		if rng.IntN(9) == 0 {
+			rec.Offset = 10
+		}
+		if rng.IntN(2) > 0 {
+			n := 1 + rng.IntN(20)
+			for k := range n {
+				// Mostly a few large publishers, as real results are.
+				p := pubs[rng.IntN(5)]
+				if rng.IntN(3) == 0 {
+					p = pubs[rng.IntN(len(pubs))]
+				}
+				rec.Results = append(rec.Results, kv.ReturnedEntry{ID: fmt.Sprintf("urn:air:%s:e%d", p, rng.IntN(50)),
+					Rank: rec.Offset + k + 1, Private: rng.IntN(20) == 0})
+			}
+		}
+		log = append(log, rec)
+	}
+	// In log order: by time, as kv.RollupSearches hands them over.
+	slices.SortStableFunc(log, func(a, b kv.SearchRecord) int { return a.Time.Compare(b.Time) })
+
+	open := func() *kv.DB {
+		db, err := kv.Open(t.TempDir(), kv.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		// Blocks of 8 and 64 days built up to 50 days ago, so stragglers
+		// count into built blocks too.
+		if _, err := report.Compact(db, now.Add(-100*24*time.Hour), 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := report.Compact(db, now.Add(-50*24*time.Hour), 1000); err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	oneByOne, batched := open(), open()
+	if err := oneByOne.UpdateReports(func(rb kv.Reports) error {
+		for i := range log {
+			if err := report.Rollup(log[i:i+1], rb); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 7, 512, 4096, len(log)} { // the first batches of several sizes, then the rest
+		n = min(n, len(log))
+		if err := batched.AppendSearches(log[:n]); err != nil {
+			t.Fatal(err)
+		}
+		if k, err := batched.RollupSearches(n, report.Rollup); err != nil || k != n {
+			t.Fatalf("rolled up %d of %d: %v", k, n, err)
+		}
+		log = log[n:]
+	}
+	want, got := dumpReports(t, oneByOne), dumpReports(t, batched)
+	kinds := map[byte]int{}
+	for k := range want {
+		kinds[k[0]]++
+	}
+	if kinds['q'] < 3000 || kinds['z'] < 2000 || kinds['e'] < 100 {
+		t.Fatalf("the log is too thin to reach the bounds: keys per kind %v", kinds)
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Fatalf("key %q: batched %x (present %v), one by one %x", k, g, ok, v)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Fatalf("key %q written by the batches only", k)
+		}
+	}
+}
+
+// dumpReports is every key and value of the reports bucket.
+func dumpReports(t *testing.T, db *kv.DB) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if err := db.ViewReports(func(rb kv.Reports) error {
+		return rb.Scan([]byte{}, nil, func(k, v []byte) (bool, error) {
+			out[string(k)] = string(v)
+			return true, nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
