@@ -405,10 +405,10 @@ type putter struct {
 }
 
 // next is where to append the next value: the buffer's free space, a new
-// buffer's when little is left.
+// buffer's (twice as large, up to 64 KiB) when little is left.
 func (p *putter) next() []byte {
 	if cap(p.vals)-len(p.vals) < 1<<10 {
-		p.vals = make([]byte, 0, 64<<10)
+		p.vals = make([]byte, 0, min(max(2*cap(p.vals), 4<<10), 64<<10))
 	}
 	return p.vals[len(p.vals):]
 }
