@@ -133,24 +133,16 @@ type recordReader struct {
 	bad bool
 }
 
-func (r *recordReader) uvarint() uint64 {
-	if r.bad {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b[r.i:])
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.i += n
-	return v
-}
+func (r *recordReader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
 
-func (r *recordReader) varint() int64 {
+func (r *recordReader) varint() int64 { return readVarint(r, binary.Varint) }
+
+// readVarint reads one varint with decode (binary.Uvarint or Varint).
+func readVarint[T uint64 | int64](r *recordReader, decode func([]byte) (T, int)) T {
 	if r.bad {
 		return 0
 	}
-	v, n := binary.Varint(r.b[r.i:])
+	v, n := decode(r.b[r.i:])
 	if n <= 0 {
 		r.bad = true
 		return 0
