@@ -17,6 +17,10 @@ Inputs:
   toolalpaca_eval_real.json, toolalpaca_eval_simulated.json  (tangqiaoyu/ToolAlpaca data/)
   restgpt_{tmdb,spotify}.json, restgpt_{tmdb,spotify}_oas.json  (Yifan-Song793/RestGPT datasets/, specs/)
   apibank/{level-1-api,level-3,lv3-train}.json  (AlibabaResearch/DAMO-ConvAI api-bank, commit 1d76900)
+  stb/G{1_category,1_instruction,1_tool,2_category,2_instruction,3_instruction}.json
+      (THUNLP-MT/StableToolBench solvable_queries/test_instruction/: ToolBench's
+      RapidAPI requests; every operation of a request's api_list is an entry,
+      the relevant ones are labelled; "stb-relevant" keeps only the labelled)
 Outputs: /tmp/relsets/<name>.json (a one-set array) and /tmp/relsets/all.json.
 """
 import ast
@@ -268,12 +272,37 @@ def apibank():
     return finish("apibank", docs, queries)
 
 
+# ---------------------------------------------------------- StableToolBench
+STB = ("G1_category", "G1_instruction", "G1_tool", "G2_category", "G2_instruction", "G3_instruction")
+
+
+def stb():
+    docs, queries, ids, used = [], [], {}, set()
+    for f in STB:
+        for q in json.load(open(os.path.join(SRC, "stb", f + ".json"))):
+            for a in q["api_list"]:
+                key = (a["tool_name"], a["api_name"])
+                if key in ids:
+                    continue
+                params = [p["name"] for p in a.get("required_parameters", []) + a.get("optional_parameters", [])]
+                d = mkdoc(a["tool_name"].strip(), a["api_name"].strip(), a["tool_name"] + " " + a["api_name"],
+                          a.get("api_description") or "", params, a.get("category_name", ""))
+                ids[key] = d["id"]
+                docs.append(d)
+            rel = [ids.get((t, n), "missing:" + n) for t, n in q["relevant APIs"]]
+            used.update(rel)
+            queries.append((q["query"], rel))
+    return [finish("stb", docs, queries),
+            finish("stb-relevant", [d for d in docs if d["id"] in used], queries)]
+
+
 def main():
     sets = [toolalpaca(), restbench(), apibank()]
     # All three pooled: more docs and cross-domain distractors, closer to
     # the held-out set's size (464 docs, 1,877 queries).
     sets.append(finish("pooled", [d for s in sets for d in s["docs"]],
                        [(q["text"], q["relevant"]) for s in sets for q in s["queries"]]))
+    sets += stb()
     os.makedirs(OUT, exist_ok=True)
     for s in sets:
         with open(os.path.join(OUT, s["name"] + ".json"), "w") as f:
