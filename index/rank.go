@@ -541,6 +541,9 @@ type board struct {
 	// docs have one. Clear between terms.
 	x   [1 << blockBits]float64
 	has [1 << blockBits / 64]uint64
+	// Scratch for a term that only adds: the positions of its postings
+	// whose docs are marked (a list holds a doc once, so a block's fit).
+	sel [1 << blockBits]int32
 }
 
 var boards = sync.Pool{New: func() any { return new(board) }}
@@ -733,14 +736,35 @@ func (b *board) take(i uint32, mark bool) bool {
 
 // add1 is add for a term in one field.
 func (t *term) add1(b *board, g int, base, end uint32, pos []int, mark bool) {
-	docs, s, qw := t.leaves[0].list.docs, t.leaves[0].list.s, t.leaves[0].qw
-	p := pos[0]
-	for ; p < len(docs) && docs[p] < end; p++ {
-		if i := docs[p] - base; b.take(i, mark) {
+	l := &t.leaves[0]
+	docs, s, qw := l.list.docs, l.list.s, l.qw
+	e := l.list.at(pos[0], end)
+	if mark {
+		for p := pos[0]; p < e; p++ {
+			i := docs[p] - base
+			b.take(i, true)
 			b.put(i, g, t.sat(0+s[p]*qw, 1))
 		}
+	} else {
+		for _, p := range b.marks(docs, base, pos[0], e) {
+			b.put(docs[p]-base, g, t.sat(0+s[p]*qw, 1))
+		}
 	}
-	pos[0] = p
+	pos[0] = e
+}
+
+// marks is the positions in [from, to) of docs whose docs in the block
+// are marked, in order. It decides without a branch per posting: whether
+// a posting's doc is marked is a coin toss to the processor, and a
+// mispredicted branch costs more than the test.
+func (b *board) marks(docs []uint32, base uint32, from, to int) []int32 {
+	k := 0
+	for p := from; p < to; p++ {
+		i := docs[p] - base
+		b.sel[k] = int32(p)
+		k += int(b.marked[i>>6] >> (i & 63) & 1)
+	}
+	return b.sel[:k]
 }
 
 // add2 is add for a term in two fields, in three straight passes rather
@@ -758,11 +782,8 @@ func (t *term) add2(b *board, g int, base, end uint32, pos []int, mark bool) {
 			b.has[i>>6] |= 1 << (i & 63)
 		}
 	}
-	for p := pos[1]; p < e1; p++ {
+	second := func(p int) {
 		i := d1[p] - base
-		if !b.take(i, mark) {
-			continue
-		}
 		v, k := s1[p]*q1, 1
 		if w := &b.has[i>>6]; *w&(1<<(i&63)) != 0 {
 			*w &^= 1 << (i & 63)
@@ -770,6 +791,16 @@ func (t *term) add2(b *board, g int, base, end uint32, pos []int, mark bool) {
 			b.x[i] = 0
 		}
 		b.put(i, g, t.sat(v, k))
+	}
+	if mark {
+		for p := pos[1]; p < e1; p++ {
+			b.take(d1[p]-base, true)
+			second(p)
+		}
+	} else {
+		for _, p := range b.marks(d1, base, pos[1], e1) {
+			second(int(p))
+		}
 	}
 	for p := pos[0]; p < e0; p++ {
 		if i := d0[p] - base; b.has[i>>6]&(1<<(i&63)) != 0 {
