@@ -1,6 +1,7 @@
 package index
 
 import (
+	"slices"
 	"unicode"
 	"unicode/utf8"
 
@@ -149,4 +150,47 @@ func (ix *Index) Terms(text string) []string {
 		}
 	}
 	return out
+}
+
+// pairsOf lists the adjacent word pairs of an analysed text's words, each
+// once, in order: "a b" for a word a followed by b, stop words skipped (so
+// "weather in London" pairs weather with london), an identifier's words
+// standing in for the identifier ("getTinyImage" pairs get with tini and
+// tini with imag). Index and query side make pairs the same way from the
+// same analyser, so a request that says "tiny image" meets an entry named
+// getTinyImage.
+func pairsOf(words []word) []string {
+	// One word per position: an identifier and its first word share one,
+	// and the word (after it in the stream) is kept.
+	seq := make([]string, 0, len(words))
+	last := -1
+	for _, w := range words {
+		if w.pos == last && len(seq) > 0 {
+			seq[len(seq)-1] = w.term
+			continue
+		}
+		seq = append(seq, w.term)
+		last = w.pos
+	}
+	if len(seq) < 2 {
+		return nil
+	}
+	out := make([]string, 0, len(seq)-1)
+	for i := 1; i < len(seq); i++ {
+		if p := seq[i-1] + " " + seq[i]; !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// wordsOf is the analysed words of tokens, in order, empty ones left out.
+func wordsOf(tokens analysis.TokenStream) []word {
+	words := make([]word, 0, len(tokens))
+	for _, tok := range tokens {
+		if len(tok.Term) > 0 {
+			words = append(words, word{term: string(tok.Term), at: tok.Start, pos: tok.Position})
+		}
+	}
+	return words
 }

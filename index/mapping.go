@@ -19,13 +19,14 @@ import (
 // schemaVersion changes whenever toDocument or the query side changes what a
 // field holds; together with the mapping JSON it forms the stored mapping
 // version, and any difference makes Open discard and rebuild the index.
-const schemaVersion = "ardx-index-5" // 4: benchmark queries held out; payment fields (two branches both said 4); 5: both
+const schemaVersion = "ardx-index-6" // 4: benchmark queries held out; payment fields (two branches both said 4); 5: both; 6: word pairs
 
 // Index field names. Filter and facet keys are the field names themselves,
 // so a key maps to a field with no translation table.
 const (
 	fieldName   = "name"   // text: URN name segment and display name
 	fieldSearch = "search" // text: every other searchable text, weighted (weight* constants)
+	fieldPairs  = "pairs"  // keyword: adjacent word pairs, frequency pairInName/pairInText (pairs.go)
 
 	fieldType         = "type"
 	fieldTags         = "tags"
@@ -228,6 +229,10 @@ func (a analyzers) toDocument(d *Doc) *document.Document {
 	if owner := strings.TrimSpace(d.Owner); owner != "" {
 		kw(fieldOwner, filterOptions, owner)
 		kw(fieldPrivate, filterOptions, privateMarker)
+	}
+	for _, p := range a.pairs(d) {
+		f := document.NewTextFieldCustom(fieldPairs, nil, []byte(p.pair), filterOptions, a.keyword)
+		doc.AddField(&weightedText{TextField: f, weight: p.freq})
 	}
 	kw(fieldSortName, keywordOptions, sortName(d))
 	kw(fieldCreatedAt, keywordOptions, formatTime(d.CreatedAt))

@@ -79,7 +79,8 @@ type postingCache struct {
 	snap  string
 	lists map[leafKey]*decoded
 	bytes int
-	// dicts holds, per text field, the term dictionary of each of segs.
+	// dicts holds, per field of dictFields, the term dictionary of each
+	// of segs.
 	// They read the segments' files, so a search uses them only while it
 	// holds a reader on those very segments, which keeps them open.
 	segs  []segment.Segment
@@ -92,6 +93,11 @@ type postingCache struct {
 // which the statistics need, sets up postings iterators in every segment:
 // for a word no doc has, a typo, most of a query's cost.
 func (c *postingCache) absent(snap string, r bleveindex.IndexReader, term string) bool {
+	return c.absentFrom(snap, r, term, 0, len(textFields))
+}
+
+// absentFrom is absent over the dictionaries of dictFields[from:to].
+func (c *postingCache) absentFrom(snap string, r bleveindex.IndexReader, term string, from, to int) bool {
 	is, ok := r.(*scorch.IndexSnapshot)
 	if !ok {
 		return false
@@ -101,8 +107,9 @@ func (c *postingCache) absent(snap string, r bleveindex.IndexReader, term string
 		return false
 	}
 	key := []byte(term)
-	for _, field := range dicts {
-		for _, d := range field {
+	// No segments, no dictionaries: nothing holds the term.
+	for fi := from; fi < min(to, len(dicts)); fi++ {
+		for _, d := range dicts[fi] {
 			if in, err := d.Contains(key); err != nil || in {
 				return false
 			}
@@ -111,7 +118,17 @@ func (c *postingCache) absent(snap string, r bleveindex.IndexReader, term string
 	return true
 }
 
-// dictionaries returns the text fields' term dictionaries of is's segments.
+// dictFields are the fields whose term dictionaries the cache keeps: the
+// text fields, then the word pairs.
+var dictFields = func() []string {
+	var out []string
+	for _, f := range textFields {
+		out = append(out, f.name)
+	}
+	return append(out, fieldPairs)
+}()
+
+// dictionaries returns the term dictionaries of dictFields in is's segments.
 func (c *postingCache) dictionaries(snap string, is *scorch.IndexSnapshot) ([][]segment.TermDictionary, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -126,13 +143,13 @@ func (c *postingCache) dictionaries(snap string, is *scorch.IndexSnapshot) ([][]
 		same = segs[i].Segment() == c.segs[i]
 	}
 	if !same {
-		c.segs, c.dicts = make([]segment.Segment, 0, len(segs)), make([][]segment.TermDictionary, len(textFields))
+		c.segs, c.dicts = make([]segment.Segment, 0, len(segs)), make([][]segment.TermDictionary, len(dictFields))
 		for _, ss := range segs {
 			c.segs = append(c.segs, ss.Segment())
 		}
-		for fi, f := range textFields {
+		for fi, f := range dictFields {
 			for _, sg := range c.segs {
-				d, err := sg.Dictionary(f.name)
+				d, err := sg.Dictionary(f)
 				if err != nil {
 					c.segs, c.dicts = nil, nil
 					return nil, err

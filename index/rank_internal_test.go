@@ -421,7 +421,7 @@ func TestRankTextMatchesFormula(t *testing.T) {
 			words = append(words, vocab[zipf.Uint64()])
 		}
 		req := SearchRequest{Text: strings.Join(words, " "), Size: []int{1, 10, 25}[rng.IntN(3)], Viewers: []string{"a.test", "b.test"}}
-		want, wantTotal := formulaRanking(t, ix, req.Text, req.Size)
+		want, wantTotal := formulaRanking(t, ix, req.Text, req.Size, true)
 		ix.split = 1 + 2*(q%2) // one range, or split in up to 3
 		for _, count := range []bool{false, true} {
 			req.Count = count
@@ -444,6 +444,8 @@ func TestRankTextMatchesFormula(t *testing.T) {
 		// With a floor (how a request's parts are ranked), the page is
 		// the page's hits that score the floor or more (those within
 		// rounding of it either way).
+		// rankText alone, without the word pairs' re-scoring.
+		want, _ = formulaRanking(t, ix, req.Text, req.Size, false)
 		if len(want) > 1 {
 			floor := want[len(want)/2].Raw
 			got := floorRanking(t, ix, req.Text, req.Size, floor)
@@ -485,8 +487,9 @@ func floorRanking(t *testing.T, ix *Index, text string, n int, floor float64) []
 
 // formulaRanking is the top size docs for text by the BM25F of rank.go's
 // doc comment, computed doc by doc from Bleve's postings, and how many
-// docs match.
-func formulaRanking(t *testing.T, ix *Index, text string, size int) ([]Hit, uint64) {
+// docs match; with pairs, the first pairDepth re-scored by the word pairs
+// they hold, as pairs.go's doc comment has it.
+func formulaRanking(t *testing.T, ix *Index, text string, size int, pairs bool) ([]Hit, uint64) {
 	t.Helper()
 	ctx := context.Background()
 	r, gen, err := ix.snapshot()
@@ -563,7 +566,50 @@ func formulaRanking(t *testing.T, ix *Index, text string, size int) ([]Hit, uint
 		should, _ := group(xs, p.should)
 		hits = append(hits, Hit{ID: id, Raw: must + should})
 	}
-	slices.SortFunc(hits, func(a, b Hit) int { return cmp.Or(cmp.Compare(b.Raw, a.Raw), strings.Compare(a.ID, b.ID)) })
+	order := func(a, b Hit) int { return cmp.Or(cmp.Compare(b.Raw, a.Raw), strings.Compare(a.ID, b.ID)) }
+	slices.SortFunc(hits, order)
+	if pairs {
+		freq := map[string]map[string]uint64{} // pair → doc → its frequency in fieldPairs
+		for _, pair := range p.pairs {
+			freq[pair] = map[string]uint64{}
+			tfr, err := r.TermFieldReader(ctx, []byte(pair), fieldPairs, true, false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				d, err := tfr.Next(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d == nil {
+					break
+				}
+				id, err := r.ExternalID(d.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				freq[pair][id] = d.Freq
+			}
+			_ = tfr.Close()
+		}
+		top := hits[:min(pairDepth, len(hits))]
+		for i := range top {
+			bonus := 0.0
+			for _, pair := range p.pairs {
+				if !p.indexed(pair) {
+					continue // a pair of common words, or of a word no entry has
+				}
+				switch f := freq[pair][top[i].ID]; {
+				case f >= pairInName:
+					bonus += pairNameBonus
+				case f > 0:
+					bonus += pairTextBonus
+				}
+			}
+			top[i].Raw *= 1 + min(bonus, pairMaxBonus)
+		}
+		slices.SortFunc(top, order)
+	}
 	return hits[:min(size, len(hits))], uint64(len(hits))
 }
 

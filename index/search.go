@@ -120,15 +120,21 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 	if m.text == nil {
 		return SearchResult{Hits: []Hit{}}, m, nil
 	}
-	// One more than the page, to tell whether another page follows.
+	// One more than the page, to tell whether another page follows, and
+	// never fewer than the hits the word pairs re-score, so that every
+	// page starts the same ranking.
 	window := min(from, maxSearchWindow) + size
-	hits, total, err := ix.rankText(ctx, r, m, window+1, req.Count, noCut)
+	depth := max(window+1, pairDepth)
+	hits, total, err := ix.rankText(ctx, r, m, depth, req.Count, noCut)
+	if err == nil {
+		hits, err = ix.rescorePairs(ctx, r, m.text, hits)
+	}
 	if err != nil {
 		return SearchResult{}, m, err
 	}
 	// A request of several sentences: each one's best answers too.
 	if parts := ix.parts(m.text, req.Text); parts != nil {
-		if hits, err = ix.fuse(ctx, r, m, parts, hits, window+1); err != nil {
+		if hits, err = ix.fuse(ctx, r, m, parts, hits, depth); err != nil {
 			return SearchResult{}, m, err
 		}
 	}
@@ -274,9 +280,10 @@ type queryTerm struct {
 // and the optional group that only adds to the score.
 type textPlan struct {
 	terms  []queryTerm
-	must   []int  // indexes into terms: the rare terms, or every term
-	should []int  // the common terms when there are rare ones, else empty
-	words  []word // the request's analysed tokens, for its parts (segment.go)
+	must   []int    // indexes into terms: the rare terms, or every term
+	should []int    // the common terms when there are rare ones, else empty
+	words  []word   // the request's analysed tokens, for its parts (segment.go)
+	pairs  []string // its adjacent word pairs (pairs.go)
 	docs   uint64
 	// cache says the statistics may be read from and stored in ix.dfs:
 	// the reader is exactly the index generation gen, snapshot snap (see
@@ -295,7 +302,7 @@ type textPlan struct {
 // of them, and the common ones only add to its score. r must have been
 // opened after gen was read.
 func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen uint64, text string) (textPlan, error) {
-	terms, words := ix.analyse(text)
+	terms, words, pairs := ix.analyse(text)
 	if len(terms) == 0 {
 		return textPlan{}, nil
 	}
@@ -305,7 +312,7 @@ func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen ui
 	}
 	// The cache holds statistics of generation gen; they fit r only if no
 	// write began or ended since gen was read, before r was opened.
-	p := textPlan{docs: docs, words: words, gen: gen, cache: ix.writing.Load() == 0 && ix.gen.Load() == gen}
+	p := textPlan{docs: docs, words: words, pairs: pairs, gen: gen, cache: ix.writing.Load() == 0 && ix.gen.Load() == gen}
 	if p.cache {
 		p.snap = snapshotKey(r, gen)
 	}
@@ -444,34 +451,32 @@ func disjunction(qs []query.Query) query.Query {
 
 // analyseQuery returns the distinct analysed terms of text, in order.
 func (ix *Index) analyseQuery(text string) []string {
-	terms, _ := ix.analyse(text)
+	terms, _, _ := ix.analyse(text)
 	return terms
 }
 
-// word is an analysed term of a request and where its token starts in the
-// request's text.
+// word is an analysed term of a request, where its token starts in the
+// request's text, and its position (an identifier and its first word
+// share one).
 type word struct {
 	term string
 	at   int
+	pos  int
 }
 
 // analyse returns the distinct analysed terms of text, in order, the first
-// maxQueryTerms of them, and every analysed token as a word, in order.
-func (ix *Index) analyse(text string) ([]string, []word) {
-	tokens := ix.an.text.Analyze([]byte(text))
-	terms := make([]string, 0, len(tokens))
-	words := make([]word, 0, len(tokens))
-	for _, tok := range tokens {
-		t := string(tok.Term)
-		if t == "" {
-			continue
-		}
-		words = append(words, word{t, tok.Start})
-		if len(terms) < maxQueryTerms && !slices.Contains(terms, t) {
-			terms = append(terms, t)
+// maxQueryTerms of them, every analysed token as a word, in order, and the
+// first maxQueryTerms of its word pairs (pairsOf).
+func (ix *Index) analyse(text string) ([]string, []word, []string) {
+	words := wordsOf(ix.an.text.Analyze([]byte(text)))
+	terms := make([]string, 0, len(words))
+	for _, w := range words {
+		if len(terms) < maxQueryTerms && !slices.Contains(terms, w.term) {
+			terms = append(terms, w.term)
 		}
 	}
-	return terms, words
+	pairs := pairsOf(words)
+	return terms, words, pairs[:min(len(pairs), maxQueryTerms)]
 }
 
 // hiddenQuery matches the private docs viewers may not see: every private

@@ -81,12 +81,15 @@ func (ix *Index) parts(p *textPlan, text string) []textPlan {
 	if len(p.terms) < 2*minPartTerms {
 		return nil
 	}
-	var sets [][]int // per part, indexes into p.terms, ascending
-	w := 0           // into p.words, which are in text order
+	var sets [][]int   // per part, indexes into p.terms, ascending
+	var spans [][]word // per part, its words
+	w := 0             // into p.words, which are in text order
 	for _, span := range sentenceSpans(text) {
 		var idx []int
+		from := w
 		for ; w < len(p.words) && p.words[w].at < span[1]; w++ {
 			if p.words[w].at < span[0] {
+				from = w + 1
 				continue
 			}
 			t := p.words[w].term
@@ -101,12 +104,14 @@ func (ix *Index) parts(p *textPlan, text string) []textPlan {
 		if len(sets) == maxParts {
 			last := &sets[maxParts-1]
 			*last = slices.Compact(slices.Sorted(slices.Values(append(*last, idx...))))
+			spans[maxParts-1] = append(spans[maxParts-1], p.words[from:w]...)
 			continue
 		}
 		sets = append(sets, idx)
+		spans = append(spans, slices.Clone(p.words[from:w]))
 	}
 	var out []textPlan
-	for _, idx := range sets {
+	for i, idx := range sets {
 		if len(idx) == len(p.terms) {
 			continue // the whole request again
 		}
@@ -114,6 +119,9 @@ func (ix *Index) parts(p *textPlan, text string) []textPlan {
 			continue
 		}
 		if sub, ok := p.sub(idx); ok {
+			sub.words = spans[i]
+			sub.pairs = pairsOf(spans[i])
+			sub.pairs = sub.pairs[:min(len(sub.pairs), maxQueryTerms)]
 			out = append(out, sub)
 		}
 	}
@@ -177,9 +185,12 @@ func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, 
 	// partWeight·best / (the part's best so far): the cut rises with the
 	// part's best (at most to it, so the best, which sets the scale, is
 	// always found).
+	// A part's hits are re-scored by its own word pairs (pairs.go), which
+	// can raise a doc by up to 1 + pairMaxBonus: the cut is that much
+	// lower.
 	c := noCut
 	if len(whole) >= n {
-		c.floor = whole[n-1].Raw
+		c.floor = whole[n-1].Raw / (1 + pairMaxBonus)
 		if best > 0 {
 			c.rise = min(1, c.floor/(partWeight*best)*(1-pruneSlack))
 		}
@@ -198,6 +209,9 @@ func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, 
 			pm.text = &parts[i]
 			h, _, err := ix.rankText(ctx, r, pm, depth[i], false, c)
 			if err != nil {
+				return nil, err
+			}
+			if h, err = ix.rescorePairs(ctx, r, &parts[i], h); err != nil {
 				return nil, err
 			}
 			lists[i] = h

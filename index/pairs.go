@@ -1,0 +1,204 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	bleveindex "github.com/blevesearch/bleve_index_api"
+)
+
+// Word pairs.
+//
+// A request's words that stand next to each other in an entry's name or
+// description say more than the same words scattered over it: "exchange
+// rate" names what an operation "get exchange rate" does, where an entry
+// that says "rate limit" and "currency exchange" in two sentences only
+// shares the words. BM25 sees bags of words, so after a ranking its first
+// pairDepth hits are re-scored: each adjacent word pair of the request
+// (pairsOf: stop words skipped, stems) that a hit's URN name, display name
+// or a capability holds adds pairNameBonus to a factor, one only its
+// description holds pairTextBonus, and the hit's raw score is multiplied
+// by 1 + that factor, at most 1 + pairMaxBonus. Only the first pairDepth
+// hits move, among themselves, and a factor is at least 1, so each of them
+// still scores at least as much as any hit after them: a page of any size
+// starts the same ranking. A request of several intents has its parts'
+// rankings re-scored by their own sentences' pairs before they are fused
+// (segment.go), so the intent with the longest sentence does not collect
+// every pair's bonus. A pair with a word no entry holds, or of two common
+// words (the relevance cutoff's), is not looked up: the dictionary look-ups
+// are most of the re-scoring's cost. Measured in docs/decisions.md (issue
+// 19, word pairs).
+//
+// An entry's pairs are indexed as keywords of fieldPairs, the frequency
+// saying where they are (pairInName, pairInText, or their sum when both).
+const (
+	pairDepth     = 16
+	pairNameBonus = 0.2
+	pairTextBonus = 0.1
+	pairMaxBonus  = 0.5
+	pairInName    = 2
+	pairInText    = 1
+)
+
+// docPair is one word pair of an entry and its fieldPairs frequency.
+type docPair struct {
+	pair string
+	freq int
+}
+
+// pairs lists d's word pairs: those of its URN name, display name and each
+// capability (pairs never span two values), and of its description.
+func (a analyzers) pairs(d *Doc) []docPair {
+	where := map[string]int{}
+	add := func(bit int, values ...string) {
+		for _, v := range values {
+			if v == "" {
+				continue
+			}
+			for _, p := range pairsOf(wordsOf(a.text.Analyze([]byte(v)))) {
+				where[p] |= bit
+			}
+		}
+	}
+	add(pairInName, d.Name, d.DisplayName)
+	add(pairInName, d.Capabilities...)
+	add(pairInText, d.Description)
+	out := make([]docPair, 0, len(where))
+	for p, bits := range where {
+		freq := 0
+		if bits&pairInName != 0 {
+			freq += pairInName
+		}
+		if bits&pairInText != 0 {
+			freq += pairInText
+		}
+		out = append(out, docPair{p, freq})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].pair < out[j].pair })
+	return out
+}
+
+// pairField is fieldPairs' index in dictFields and its key in the posting
+// cache (leafKey.field).
+var pairField = len(textFields)
+
+// rescorePairs re-scores the first pairDepth of hits, ranked for the plan
+// p, by the request's word pairs they hold (see above) and sorts them
+// again; the hits after them stay as they are.
+func (ix *Index) rescorePairs(ctx context.Context, r bleveindex.IndexReader, p *textPlan, hits []Hit) ([]Hit, error) {
+	top := hits[:min(len(hits), pairDepth)]
+	if len(top) == 0 || len(p.pairs) == 0 || ix.bleveScoring {
+		return hits, nil
+	}
+	bonus := make([]float64, len(top))
+	for _, pair := range p.pairs {
+		if !p.indexed(pair) {
+			continue
+		}
+		list, err := ix.pairPostings(ctx, r, p, pair)
+		if err != nil {
+			return nil, err
+		}
+		if list == nil {
+			continue
+		}
+		for i, h := range top {
+			if h.doc > math.MaxUint32 {
+				continue
+			}
+			j, found := slices.BinarySearch(list.docs, uint32(h.doc))
+			if !found {
+				continue
+			}
+			if list.s[j] >= pairInName {
+				bonus[i] += pairNameBonus
+			} else {
+				bonus[i] += pairTextBonus
+			}
+		}
+	}
+	moved := false
+	for i := range top {
+		if bonus[i] > 0 {
+			top[i].Raw *= 1 + min(bonus[i], pairMaxBonus)
+			moved = true
+		}
+	}
+	if moved {
+		// Stable, and ties in index order as everywhere (worse).
+		slices.SortStableFunc(top, func(a, b Hit) int {
+			switch {
+			case worse(hit{doc: b.doc, score: b.Raw}, hit{doc: a.doc, score: a.Raw}):
+				return -1
+			case worse(hit{doc: a.doc, score: a.Raw}, hit{doc: b.doc, score: b.Raw}):
+				return 1
+			}
+			return 0
+		})
+	}
+	return hits, nil
+}
+
+// pairPostings is the docs holding pair in fieldPairs, with its frequency
+// in s; nil when none does. Lists are cached with the decoded postings,
+// an absent pair as an empty list: most of a request's pairs are in no
+// entry, and the dictionaries tell that cheaply.
+func (ix *Index) pairPostings(ctx context.Context, r bleveindex.IndexReader, p *textPlan, pair string) (*decoded, error) {
+	key := leafKey{pair, pairField}
+	if p.snap != "" {
+		if d := ix.postings.get(p.snap, key); d != nil {
+			if len(d.docs) == 0 {
+				return nil, nil
+			}
+			return d, nil
+		}
+	}
+	d := &decoded{block: 1 << blockBits}
+	if p.snap == "" || !ix.postings.absentFrom(p.snap, r, pair, pairField, pairField+1) {
+		tfr, err := r.TermFieldReader(ctx, []byte(pair), fieldPairs, true, false, false)
+		if err != nil {
+			return nil, fmt.Errorf("index: search: %w", err)
+		}
+		var tfd bleveindex.TermFieldDoc
+		for {
+			next, err := tfr.Next(&tfd)
+			if err != nil {
+				_ = tfr.Close()
+				return nil, fmt.Errorf("index: search: %w", err)
+			}
+			if next == nil {
+				break
+			}
+			if num := next.ID.Value(); num <= math.MaxUint32 {
+				d.docs = append(d.docs, uint32(num))
+				d.s = append(d.s, float64(next.Freq))
+			}
+		}
+		_ = tfr.Close()
+	}
+	if p.snap != "" && len(pair) <= maxCachedTermBytes {
+		ix.postings.put(p.snap, key, d)
+	}
+	if len(d.docs) == 0 {
+		return nil, nil
+	}
+	return d, nil
+}
+
+// indexed reports whether both words of pair are terms of p that some
+// entry holds, and not both common (see the relevance cutoff): a pair of
+// a word no entry has is in no entry either, and looking pairs up in the
+// dictionaries is most of the re-scoring's cost.
+func (p *textPlan) indexed(pair string) bool {
+	a, b, _ := strings.Cut(pair, " ")
+	ia := slices.IndexFunc(p.terms, func(t queryTerm) bool { return t.term == a })
+	ib := slices.IndexFunc(p.terms, func(t queryTerm) bool { return t.term == b })
+	if ia < 0 || ib < 0 {
+		return false
+	}
+	return !slices.Contains(p.should, ia) || !slices.Contains(p.should, ib)
+}
