@@ -64,6 +64,10 @@ func TestMetricsParseAndCoverBothServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("POST /search: %d %s", resp.StatusCode, body)
+	}
 	resp.Body.Close()
 	for _, u := range []string{fac + "/supported", reg + "/no-such-page"} {
 		resp, err := http.Get(u)
@@ -74,10 +78,13 @@ func TestMetricsParseAndCoverBothServices(t *testing.T) {
 	}
 
 	// The first probe runs in the background a jittered interval after
-	// start: scrape until it has been counted (bounded), then check all.
+	// start, and a request's duration is observed after its answer has
+	// left (a loaded machine can run the scrape first): scrape until both
+	// have been counted (bounded), then check all.
 	fams := scrape(t, fac+"/metrics")
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
-		if sample(fams, "ardx_probe_results_total", map[string]string{"path": "rpc", "outcome": "ok"}) != nil {
+		if sample(fams, "ardx_probe_results_total", map[string]string{"path": "rpc", "outcome": "ok"}) != nil &&
+			sample(fams, "ardx_http_request_duration_seconds", map[string]string{"service": "registry", "method": "POST", "route": "/search", "code": "200"}) != nil {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	bleveindex "github.com/blevesearch/bleve_index_api"
 )
 
 // rankCorpus is a few thousand docs over a Zipf vocabulary, put in several
@@ -518,29 +519,13 @@ func formulaRanking(t *testing.T, ix *Index, text string, size int, pairs bool) 
 				t.Fatal(err)
 			}
 			avg := math.Ceil(float64(card) / N)
-			tfr, err := r.TermFieldReader(ctx, []byte(qt.term), f.name, true, true, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for {
-				d, err := tfr.Next(nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if d == nil {
-					break
-				}
-				id, err := r.ExternalID(d.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
+			eachPosting(t, r, qt.term, f.name, func(id string, d *bleveindex.TermFieldDoc) {
 				if x[id] == nil {
 					x[id] = make([]float64, len(p.terms))
 				}
 				length := 1 / (d.Norm * d.Norm)
 				x[id][ti] += fieldWeight(fi, p.softenedTerms()) * math.Sqrt(float64(d.Freq)) / (1 - 0.75 + 0.75*length/avg)
-			}
-			_ = tfr.Close()
+			})
 		}
 	}
 	group := func(xs []float64, idx []int) (float64, bool) {
@@ -572,25 +557,7 @@ func formulaRanking(t *testing.T, ix *Index, text string, size int, pairs bool) 
 		freq := map[string]map[string]uint64{} // pair → doc → its frequency in fieldPairs
 		for _, pair := range p.pairs {
 			freq[pair] = map[string]uint64{}
-			tfr, err := r.TermFieldReader(ctx, []byte(pair), fieldPairs, true, false, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for {
-				d, err := tfr.Next(nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if d == nil {
-					break
-				}
-				id, err := r.ExternalID(d.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				freq[pair][id] = d.Freq
-			}
-			_ = tfr.Close()
+			eachPosting(t, r, pair, fieldPairs, func(id string, d *bleveindex.TermFieldDoc) { freq[pair][id] = d.Freq })
 		}
 		top := hits[:min(pairDepth, len(hits))]
 		for i := range top {
@@ -611,6 +578,31 @@ func formulaRanking(t *testing.T, ix *Index, text string, size int, pairs bool) 
 		slices.SortFunc(top, order)
 	}
 	return hits[:min(size, len(hits))], uint64(len(hits))
+}
+
+// eachPosting calls f with each doc (its external ID) that holds term in
+// field, and its posting (frequency and norm).
+func eachPosting(t *testing.T, r bleveindex.IndexReader, term, field string, f func(id string, d *bleveindex.TermFieldDoc)) {
+	t.Helper()
+	tfr, err := r.TermFieldReader(context.Background(), []byte(term), field, true, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tfr.Close()
+	for {
+		d, err := tfr.Next(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d == nil {
+			return
+		}
+		id, err := r.ExternalID(d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(id, d)
+	}
 }
 
 // TestRangesFor checks how a ranking's doc numbers are cut: whole blocks,
