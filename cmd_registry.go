@@ -291,6 +291,16 @@ func (c *cli) openRegistryStores(ctx context.Context, logger *slog.Logger, fresh
 	return s, nil
 }
 
+// compact merges the index into one segment before a batch command exits,
+// so that the server it is written for starts searching a compact index
+// (the server would compact it too, once quiet). A failure only costs
+// speed: it is logged.
+func (s *registryStores) compact(ctx context.Context, logger *slog.Logger) {
+	if err := s.ix.Compact(ctx); err != nil {
+		logger.Warn("index compaction failed; searches are slower until the server compacts it", "component", "registry", "err", err)
+	}
+}
+
 // rebuildIndex re-puts every kv entry into the index, marking the rebuild
 // in kv until it completes.
 func (s *registryStores) rebuildIndex(ctx context.Context, logger *slog.Logger) error {
@@ -518,6 +528,7 @@ manifest files into <data>/inbox instead: the server ingests them.`,
 			if rep != nil {
 				rep.Print(c.stdout)
 			}
+			stores.compact(cmd.Context(), logger)
 			if err != nil {
 				return err
 			}
@@ -559,6 +570,7 @@ func (c *cli) reindexCmd() *cobra.Command {
 				return err
 			}
 			defer stores.close()
+			stores.compact(cmd.Context(), logger)
 			n, err := stores.db.CountEntries()
 			if err != nil {
 				return err

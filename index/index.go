@@ -5,6 +5,7 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -157,6 +158,14 @@ type Index struct {
 
 	closeOnce sync.Once
 
+	// onDisk is set for an index in a directory: only those are compacted
+	// (compact.go), by a goroutine Close stops with stopCompact.
+	onDisk       bool
+	stopCompact  chan struct{}
+	compactDone  chan struct{}
+	compactQuiet time.Duration // compactQuiet; tests shorten it
+	compactEvery time.Duration // compactCheck; tests shorten it
+
 	// anyPrivate is raised before the first private doc is put (or at
 	// open, if the index holds one) and never lowered: while it is down,
 	// searches skip the private docs' exclusion.
@@ -188,6 +197,10 @@ type Options struct {
 	// LockTimeout bounds the wait for the index's lock file held by another
 	// process. Zero means 2 seconds; bleve's own default waits forever.
 	LockTimeout time.Duration
+
+	// compactQuiet and compactEvery replace compactQuiet and compactCheck
+	// (compact.go) when set: tests shorten them.
+	compactQuiet, compactEvery time.Duration
 }
 
 // ErrLocked is wrapped by Open errors when another process holds the index.
@@ -244,6 +257,7 @@ func OpenWith(dir string, opts Options) (ix *Index, rebuild bool, err error) {
 				_ = b.Close()
 				return nil, false, err
 			}
+			ix.startCompacting(opts)
 			return ix, false, nil
 		}
 		_ = b.Close()
@@ -276,7 +290,16 @@ func OpenWith(dir string, opts Options) (ix *Index, rebuild bool, err error) {
 		_ = b.Close()
 		return nil, false, err
 	}
+	ix.startCompacting(opts)
 	return ix, true, nil
+}
+
+// startCompacting starts compactWhenQuiet for an index in a directory.
+func (ix *Index) startCompacting(opts Options) {
+	ix.onDisk = true
+	quiet, every := cmp.Or(opts.compactQuiet, compactQuiet), cmp.Or(opts.compactEvery, compactCheck)
+	ix.stopCompact, ix.compactDone = make(chan struct{}), make(chan struct{})
+	go ix.compactWhenQuiet(quiet, every, ix.stopCompact, ix.compactDone)
 }
 
 func isLockTimeout(err error) bool {
@@ -555,6 +578,11 @@ func anyValueMatches(field string, want, have []string) bool {
 func (ix *Index) Close() error {
 	var err error
 	ix.closeOnce.Do(func() {
+		if ix.stopCompact != nil {
+			// A merge under way stops when the index closes, or now.
+			close(ix.stopCompact)
+			defer func() { <-ix.compactDone }()
+		}
 		if cerr := ix.bleve.Close(); cerr != nil {
 			err = fmt.Errorf("index: close: %w", cerr)
 		}
