@@ -36,7 +36,7 @@ import (
 // An entry's pairs are indexed as keywords of fieldPairs, the frequency
 // saying where they are (pairInName, pairInText, or their sum when both).
 const (
-	pairDepth     = 16
+	pairDepth     = 11
 	pairNameBonus = 0.2
 	pairTextBonus = 0.1
 	pairMaxBonus  = 0.5
