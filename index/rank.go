@@ -222,7 +222,9 @@ func (b *sharedBar) get() float64 {
 // rankText returns the n best docs matching m (m.text non-empty) that
 // reach c (every one with noCut), best first, ties in index order, and
 // with count how many docs match (else how many it scored: it stops
-// scoring docs that cannot reach the page).
+// scoring docs that cannot reach the page). The hits carry their doc
+// numbers, not yet their identifiers: a search names only the hits of
+// its page (withIDs), not every hit its parts' rankings weigh.
 func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m matched, n int, count bool, c cut) ([]Hit, uint64, error) {
 	rk := ranker{}
 	if err := rk.open(ctx, ix, r, m.text, m.filter != nil || m.hidden != nil); err != nil {
@@ -233,16 +235,24 @@ func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m match
 		return nil, 0, err
 	}
 	out := make([]Hit, 0, len(hits))
-	var id bleveindex.IndexInternalID
 	for _, h := range hits {
-		id = bleveindex.NewIndexInternalID(id, h.doc)
-		ext, err := r.ExternalID(id)
-		if err != nil {
-			return nil, 0, fmt.Errorf("index: search: %w", err)
-		}
-		out = append(out, Hit{ID: ext, Raw: h.score, doc: h.doc})
+		out = append(out, Hit{Raw: h.score, doc: h.doc})
 	}
 	return out, total, nil
+}
+
+// withIDs sets each hit's identifier from its doc number in r.
+func withIDs(r bleveindex.IndexReader, hits []Hit) error {
+	var id bleveindex.IndexInternalID
+	for i := range hits {
+		id = bleveindex.NewIndexInternalID(id, hits[i].doc)
+		ext, err := r.ExternalID(id)
+		if err != nil {
+			return fmt.Errorf("index: search: %w", err)
+		}
+		hits[i].ID = ext
+	}
+	return nil
 }
 
 // cut is the least score a ranking wants: floor, and rise times the best

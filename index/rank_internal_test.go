@@ -480,6 +480,9 @@ func floorRanking(t *testing.T, ix *Index, text string, n int, floor float64) []
 		t.Fatal(err)
 	}
 	hits, _, err := ix.rankText(context.Background(), r, m, n, false, cut{floor: floor})
+	if err == nil {
+		err = withIDs(r, hits)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,6 +144,9 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 	}
 	hits = hits[:min(len(hits), window)]
 	out.Hits = hits[min(from, len(hits)):]
+	if err := withIDs(r, out.Hits); err != nil {
+		return SearchResult{}, m, err
+	}
 	k := ix.scale(ctx)
 	for i := range out.Hits {
 		out.Hits[i].Score = scoreOf(out.Hits[i].Raw, k)

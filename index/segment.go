@@ -252,21 +252,21 @@ func scale(hits []Hit, best float64) float64 {
 
 // merge is the n best docs of whole and the parts' lists by fused score.
 func merge(whole []Hit, lists [][]Hit, best float64, n int) []Hit {
-	at := make(map[string]int, len(whole)*(1+len(lists))) // index into out
+	at := make(map[uint64]int, len(whole)*(1+len(lists))) // doc → index into out
 	out := make([]Hit, 0, len(whole)*(1+len(lists)))
 	for _, h := range whole {
-		at[h.ID] = len(out)
+		at[h.doc] = len(out)
 		out = append(out, h)
 	}
 	for _, hits := range lists {
 		f := scale(hits, best)
 		for _, h := range hits {
-			if i, ok := at[h.ID]; ok {
+			if i, ok := at[h.doc]; ok {
 				out[i].Raw = max(out[i].Raw, f*h.Raw)
 				continue
 			}
 			h.Raw *= f
-			at[h.ID] = len(out)
+			at[h.doc] = len(out)
 			out = append(out, h)
 		}
 	}
