@@ -19,10 +19,14 @@ import (
 // between, so once writes have stopped for compactQuiet a disk index is
 // merged into one segment in the background. Searches go on meanwhile on
 // the segments they hold; the merged one takes over when it is ready.
-// `ardx ingest` and `ardx reindex` compact before they exit.
+// `ardx ingest` and `ardx reindex` compact before they exit. Merging
+// rewrites the whole index (about 2 s of CPU at 100k entries), so after a
+// trickle of small writes (payment probes flipping an entry every 30 s)
+// it runs at most every compactGap.
 const (
 	compactQuiet = 10 * time.Second // no Put or Delete for this long
 	compactCheck = 2 * time.Second
+	compactGap   = 10 * time.Minute
 	// compactMinSegments: fewer, and a merge is not worth its writes.
 	compactMinSegments = 3
 )
@@ -55,8 +59,9 @@ func (ix *Index) segments() int {
 }
 
 // compactWhenQuiet compacts the index once writes have stopped for quiet,
-// once per quiet spell, looking every so often, until stop is closed.
-func (ix *Index) compactWhenQuiet(quiet, every time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+// once per quiet spell and at most every gap, looking every so often,
+// until stop is closed.
+func (ix *Index) compactWhenQuiet(quiet, every, gap time.Duration, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -68,6 +73,7 @@ func (ix *Index) compactWhenQuiet(quiet, every time.Duration, stop <-chan struct
 	defer tick.Stop()
 	gen, since := ix.gen.Load(), time.Now()
 	compacted := false // since the last write
+	var last time.Time // the last compaction's start
 	for {
 		select {
 		case <-stop:
@@ -78,7 +84,7 @@ func (ix *Index) compactWhenQuiet(quiet, every time.Duration, stop <-chan struct
 			gen, since, compacted = g, time.Now(), false
 			continue
 		}
-		if compacted || time.Since(since) < quiet {
+		if compacted || time.Since(since) < quiet || (!last.IsZero() && time.Since(last) < gap) {
 			continue
 		}
 		compacted = true
@@ -87,6 +93,7 @@ func (ix *Index) compactWhenQuiet(quiet, every time.Duration, stop <-chan struct
 			continue
 		}
 		start := time.Now()
+		last = start
 		err := ix.Compact(ctx)
 		select {
 		case <-stop:

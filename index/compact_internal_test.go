@@ -10,9 +10,11 @@ import (
 
 // TestCompactWhenQuiet: an index on disk written in several batches is
 // merged into one segment once the writes stop, by itself, and answers
-// exactly as before; writes after that are compacted again.
+// exactly as before; writes after that are compacted again, once the gap
+// since the last compaction has passed.
 func TestCompactWhenQuiet(t *testing.T) {
-	ix, _, err := OpenWith(t.TempDir(), Options{compactQuiet: 300 * time.Millisecond, compactEvery: 20 * time.Millisecond})
+	const gap = 6 * time.Second
+	ix, _, err := OpenWith(t.TempDir(), Options{compactQuiet: 300 * time.Millisecond, compactEvery: 20 * time.Millisecond, compactGap: gap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +70,7 @@ func TestCompactWhenQuiet(t *testing.T) {
 	}
 	want := answers()
 	waitFor(func(n int) bool { return n == 1 }, "after the writes")
+	compacted := time.Now()
 	got := answers()
 	for i := range want {
 		if !slices.EqualFunc(got[i], want[i], func(a, b Hit) bool { return a.ID == b.ID && a.Raw == b.Raw }) {
@@ -78,4 +81,9 @@ func TestCompactWhenQuiet(t *testing.T) {
 		put(b)
 	}
 	waitFor(func(n int) bool { return n == 1 }, "after more writes")
+	// Seen done after the first compaction ended, so a little less than
+	// the gap; the writes and the quiet spell alone take under 2 s.
+	if since := time.Since(compacted); since < gap/2 {
+		t.Fatalf("compacted again %v after the last compaction, within the gap of %v", since, gap)
+	}
 }

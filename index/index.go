@@ -198,9 +198,10 @@ type Options struct {
 	// process. Zero means 2 seconds; bleve's own default waits forever.
 	LockTimeout time.Duration
 
-	// compactQuiet and compactEvery replace compactQuiet and compactCheck
-	// (compact.go) when set: tests shorten them.
-	compactQuiet, compactEvery time.Duration
+	// compactQuiet, compactEvery and compactGap replace compactQuiet,
+	// compactCheck and compactGap (compact.go) when set: tests shorten
+	// them.
+	compactQuiet, compactEvery, compactGap time.Duration
 }
 
 // ErrLocked is wrapped by Open errors when another process holds the index.
@@ -297,9 +298,9 @@ func OpenWith(dir string, opts Options) (ix *Index, rebuild bool, err error) {
 // startCompacting starts compactWhenQuiet for an index in a directory.
 func (ix *Index) startCompacting(opts Options) {
 	ix.onDisk = true
-	quiet, every := cmp.Or(opts.compactQuiet, compactQuiet), cmp.Or(opts.compactEvery, compactCheck)
+	quiet, every, gap := cmp.Or(opts.compactQuiet, compactQuiet), cmp.Or(opts.compactEvery, compactCheck), cmp.Or(opts.compactGap, compactGap)
 	ix.stopCompact, ix.compactDone = make(chan struct{}), make(chan struct{})
-	go ix.compactWhenQuiet(quiet, every, ix.stopCompact, ix.compactDone)
+	go ix.compactWhenQuiet(quiet, every, gap, ix.stopCompact, ix.compactDone)
 }
 
 func isLockTimeout(err error) bool {
