@@ -33,8 +33,8 @@ func TestReportRollupsSurviveAKill(t *testing.T) {
 	for range n - 1 {
 		search(t, reg, nil)
 	}
-	// Every search is in the log (a few ms), then the kill, well inside
-	// the second the rollups trail the log by.
+	// Every search is in the log (within the writer's 25 ms commit gap),
+	// then the kill, well inside the 5 s the rollups trail the log by.
 	deadline := time.Now().Add(5 * time.Second)
 	for logged(t, reg) < n {
 		if time.Now().After(deadline) {

@@ -184,6 +184,13 @@ func pairsOf(words []word) []string {
 	return out
 }
 
+// queryPairs is pairsOf(words) cut to the first maxQueryTerms pairs: what
+// a request (or one of its parts) looks up.
+func queryPairs(words []word) []string {
+	pairs := pairsOf(words)
+	return pairs[:min(len(pairs), maxQueryTerms)]
+}
+
 // wordsOf is the analysed words of tokens, in order, empty ones left out.
 func wordsOf(tokens analysis.TokenStream) []word {
 	words := make([]word, 0, len(tokens))

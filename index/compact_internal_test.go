@@ -87,3 +87,70 @@ func TestCompactWhenQuiet(t *testing.T) {
 		t.Fatalf("compacted again %v after the last compaction, within the gap of %v", since, gap)
 	}
 }
+
+// TestCloseWhileCompacting: closing the index while a merge is under way
+// (a server stopping) returns, and the index opened again on the same
+// directory answers as before, with every doc.
+func TestCloseWhileCompacting(t *testing.T) {
+	dir := t.TempDir()
+	// The quiet loop is kept out of the way: Compact is started by hand.
+	ix, _, err := OpenWith(dir, Options{compactQuiet: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range 4 {
+		var docs []Doc
+		for i := range 2500 {
+			n := b*2500 + i
+			docs = append(docs, Doc{ID: fmt.Sprintf("urn:ai:p%d.example:op%d", n%7, n), Name: fmt.Sprintf("op%d", n),
+				DisplayName: fmt.Sprintf("weather forecast %d", n%13), Description: fmt.Sprintf("Exchange rate number %d for a currency.", n%17)})
+		}
+		if err := ix.Put(docs); err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Settle(context.Background(), 50*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask := func(ix *Index) SearchResult {
+		t.Helper()
+		res, err := ix.Search(context.Background(), SearchRequest{Text: "currency exchange rate forecast", Size: 10, Count: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	want := ask(ix)
+	merging := make(chan error, 1)
+	go func() { merging <- ix.Compact(context.Background()) }()
+	time.Sleep(5 * time.Millisecond) // the merge has started, or is about to
+	closed := make(chan error, 1)
+	go func() { closed <- ix.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return within 30 s of a merge under way")
+	}
+	if err := <-merging; err != nil {
+		t.Logf("the merge cut short: %v", err)
+	}
+
+	ix, rebuild, err := OpenWith(dir, Options{compactQuiet: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if rebuild {
+		t.Fatal("the index was rebuilt after a close during a merge")
+	}
+	got := ask(ix)
+	if got.Total != want.Total || got.Total != 10_000 {
+		t.Fatalf("after the restart %d docs match, before %d (want 10000)", got.Total, want.Total)
+	}
+	if !slices.EqualFunc(got.Hits, want.Hits, func(a, b Hit) bool { return a.ID == b.ID && a.Raw == b.Raw }) {
+		t.Fatalf("after the restart:\n%+v\nbefore:\n%+v", got.Hits, want.Hits)
+	}
+}

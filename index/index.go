@@ -160,11 +160,9 @@ type Index struct {
 
 	// onDisk is set for an index in a directory: only those are compacted
 	// (compact.go), by a goroutine Close stops with stopCompact.
-	onDisk       bool
-	stopCompact  chan struct{}
-	compactDone  chan struct{}
-	compactQuiet time.Duration // compactQuiet; tests shorten it
-	compactEvery time.Duration // compactCheck; tests shorten it
+	onDisk      bool
+	stopCompact chan struct{}
+	compactDone chan struct{}
 
 	// anyPrivate is raised before the first private doc is put (or at
 	// open, if the index holds one) and never lowered: while it is down,

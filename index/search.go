@@ -478,8 +478,7 @@ func (ix *Index) analyse(text string) ([]string, []word, []string) {
 			terms = append(terms, w.term)
 		}
 	}
-	pairs := pairsOf(words)
-	return terms, words, pairs[:min(len(pairs), maxQueryTerms)]
+	return terms, words, queryPairs(words)
 }
 
 // hiddenQuery matches the private docs viewers may not see: every private

@@ -119,9 +119,7 @@ func (ix *Index) parts(p *textPlan, text string) []textPlan {
 			continue
 		}
 		if sub, ok := p.sub(idx); ok {
-			sub.words = spans[i]
-			sub.pairs = pairsOf(spans[i])
-			sub.pairs = sub.pairs[:min(len(sub.pairs), maxQueryTerms)]
+			sub.words, sub.pairs = spans[i], queryPairs(spans[i])
 			out = append(out, sub)
 		}
 	}
@@ -184,10 +182,9 @@ func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, 
 	// Nor can one under that score divided by the part's largest scale,
 	// partWeight·best / (the part's best so far): the cut rises with the
 	// part's best (at most to it, so the best, which sets the scale, is
-	// always found).
-	// A part's hits are re-scored by its own word pairs (pairs.go), which
-	// can raise a doc by up to 1 + pairMaxBonus: the cut is that much
-	// lower.
+	// always found). A part's hits are then re-scored by its own word
+	// pairs (pairs.go), which can raise a doc by up to 1 + pairMaxBonus:
+	// the cut is that much lower.
 	c := noCut
 	if len(whole) >= n {
 		c.floor = whole[n-1].Raw / (1 + pairMaxBonus)
