@@ -573,7 +573,8 @@ const pruneSlack = 1e-9
 // (and every should term) cannot reach the page's lowest score or the
 // cut (prune), so their docs are walked past, not scored. With count,
 // every must term stays essential, and every match is counted; otherwise
-// the count is of the docs scored.
+// the count is of the docs that reached the page's lowest score when
+// scored.
 func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, c cut, rg docRange, bar *sharedBar) ([]hit, uint64, error) {
 	if n <= 0 && !count {
 		return nil, 0, nil
@@ -637,6 +638,12 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, c cut, r
 				rk.terms[ti].add(b, gi, uint32(base), end, pos[ti], gi == 0 && i < ess)
 			}
 		}
+		// Without count, a doc under theta is neither wanted nor counted,
+		// and the page's lowest score raises the bar as the page fills.
+		lim := floor
+		if !count {
+			lim = theta
+		}
 		for w, word := range b.marked {
 			if word == 0 {
 				continue
@@ -647,7 +654,7 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, c cut, r
 				sl := &b.slots[i]
 				score := rk.final(sl)
 				*sl = slot{}
-				if score < floor {
+				if score < lim {
 					continue
 				}
 				d := uint64(base + i)
@@ -658,6 +665,9 @@ func (rk *ranker) run(ctx context.Context, g *gates, n int, count bool, c cut, r
 					if h := (hit{doc: d, score: score}); len(best) < n || worse(best[0], h) {
 						best.offer(h, n)
 						top = max(top, score)
+						if !count && len(best) == n {
+							lim = max(lim, best[0].score)
+						}
 					}
 				}
 			}
@@ -692,20 +702,11 @@ func (rk *ranker) prune(ess int, shouldUB, theta float64) int {
 }
 
 // final is a doc's score from its sums: per group, the sum times its
-// coordination factor; must plus should.
+// coordination factor; must plus should. The factors of a group that
+// matched no term (0) or all of it (1, a group of one included) leave the
+// sums as Bleve adds them, to the bit.
 func (rk *ranker) final(sl *slot) float64 {
-	score := sl.sum[0]
-	if len(rk.must) > 1 {
-		score *= rk.coord[0][sl.n[0]]
-	}
-	if sl.n[1] > 0 {
-		should := sl.sum[1]
-		if len(rk.should) > 1 {
-			should *= rk.coord[1][sl.n[1]]
-		}
-		score += should
-	}
-	return score
+	return sl.sum[0]*rk.coord[0][sl.n[0]] + sl.sum[1]*rk.coord[1][sl.n[1]]
 }
 
 // add adds the term's score at the docs of the block it matches to group
@@ -822,11 +823,14 @@ func (t *term) add2(b *board, g int, base, end uint32, pos []int, mark bool) {
 	pos[0], pos[1] = e0, e1
 }
 
-// coordination sets the factors per group by how many of its terms match.
+// coordination sets the factors per group by how many of its terms match:
+// 0 for none (so final adds a group no term of matched without a branch),
+// and 1 for all, a group of one included, so the factor leaves those sums
+// as they are, to the bit.
 func (rk *ranker) coordination() {
 	for gi, idx := range [2][]int{rk.must, rk.should} {
 		rk.coord[gi] = make([]float64, len(idx)+1)
-		for k := range rk.coord[gi] {
+		for k := 1; k <= len(idx); k++ {
 			rk.coord[gi][k] = coordination(k, len(idx), rk.bleve)
 		}
 	}
