@@ -305,8 +305,10 @@ func startRegistry(bin, data string, profiling bool) (*server, error) {
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		sent := false
 		for sc.Scan() {
+			// The server logs every request: decode only the lines that
+			// can be a listener's, so the reading costs the run little.
 			var rec struct{ Msg, Service, URL string }
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
+			if bytes.Contains(sc.Bytes(), []byte(`"listening"`)) && json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
 				switch {
 				case rec.Service == "metrics":
 					s.pprof <- rec.URL + "/debug/pprof/profile"
