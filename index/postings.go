@@ -24,7 +24,11 @@ import (
 // Index.bleveScoring Bleve's TermQueryScorer.docScore
 // (idf·tf·k1/(tf+k1·(1−b+b·len/avgLen))); and kept in a bounded cache for
 // the queries that follow: a step of the ranker is then an array read and
-// a multiplication.
+// a multiplication. A term in both text fields is kept (BM25F) as one
+// list, their union, with the doc's value in each field (0 where it lacks
+// the term there): the ranker reads it in one pass, where the two leaves
+// took three (a scratch of the first field's values, the second's added
+// to it, then the docs only the first holds).
 //
 // A doc's number and a leaf's scores belong to one snapshot: a write
 // changes deletions, document frequencies and lengths, a merge renumbers
@@ -38,18 +42,26 @@ import (
 // within the 400 MB the service is allowed at 100k entries.
 const postingCacheBytes = 48 << 20
 
-// decoded is one leaf's postings in one snapshot.
+// decoded is one leaf's postings in one snapshot, or a term's postings in
+// both text fields (union).
 type decoded struct {
 	docs []uint32
 	s    []float64 // fieldTF (or Bleve's docScore) of each posting
 	best float64   // the largest s
+	// A union's second text field: s is the first's fieldTF, s2 the
+	// second's, each 0 where the doc lacks the term in that field; nil in
+	// a leaf's list.
+	s2    []float64
+	best2 float64
 	// starts[k] is the position of the first doc at or past block k (of
 	// block doc numbers); past the last block, every doc is before.
 	starts []int32
 	block  uint32
 }
 
-func (d *decoded) bytes() int { return len(d.docs)*4 + len(d.s)*8 + len(d.starts)*4 + 64 }
+func (d *decoded) bytes() int {
+	return len(d.docs)*4 + len(d.s)*8 + len(d.s2)*8 + len(d.starts)*4 + 64
+}
 
 // at is the position of the first doc at or past end, searching from p
 // (at or before it).
@@ -63,10 +75,47 @@ func (d *decoded) at(p int, end uint32) int {
 	return p + sort.Search(len(d.docs)-p, func(i int) bool { return d.docs[p+i] >= end })
 }
 
-// leafKey names a leaf: a term in a text field (an index into textFields).
+// leafKey names a leaf: a term in a text field (an index into textFields),
+// or with bothFields the term's union over the two.
 type leafKey struct {
 	term  string
 	field int
+}
+
+// bothFields is the field of a union's key.
+const bothFields = -1
+
+// union merges a term's lists in the first and second text fields into
+// one list of the docs either holds (see decoded.s2).
+func union(a, b *decoded) *decoded {
+	n := len(a.docs) + len(b.docs)
+	u := &decoded{docs: make([]uint32, 0, n), s: make([]float64, 0, n), s2: make([]float64, 0, n),
+		best: a.best, best2: b.best, block: a.block}
+	i, j := 0, 0
+	for i < len(a.docs) || j < len(b.docs) {
+		var doc uint32
+		var x, y float64
+		switch {
+		case j == len(b.docs) || i < len(a.docs) && a.docs[i] < b.docs[j]:
+			doc, x = a.docs[i], a.s[i]
+			i++
+		case i == len(a.docs) || b.docs[j] < a.docs[i]:
+			doc, y = b.docs[j], b.s[j]
+			j++
+		default:
+			doc, x, y = a.docs[i], a.s[i], b.s[j]
+			i++
+			j++
+		}
+		for uint64(len(u.starts))*uint64(u.block) <= uint64(doc) {
+			u.starts = append(u.starts, int32(len(u.docs)))
+		}
+		u.docs = append(u.docs, doc)
+		u.s = append(u.s, x)
+		u.s2 = append(u.s2, y)
+	}
+	u.starts = append(u.starts, int32(len(u.docs)))
+	return u
 }
 
 // postingCache holds the decoded leaves of one snapshot, starting afresh

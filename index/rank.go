@@ -34,9 +34,11 @@ import (
 // page is full, a must term whose docs cannot reach it even with the other
 // such terms is not essential: it no longer marks docs, only adds to those
 // others marked, and the longest lists are the ones it applies to first.
-// Each term's postings (one list per text field, decoded once per index
-// snapshot, postings.go) are read in doc order, so a doc's sums add up its
-// terms in the query's order, as Bleve's searchers do.
+// Each term's postings (decoded once per index snapshot, postings.go: for
+// BM25F one list of the docs holding the term in either text field, with
+// its value in each; in Bleve's form one list per field) are read in doc
+// order, so a doc's sums add up its terms in the query's order, as Bleve's
+// searchers do.
 //
 // The score is BM25F (Robertson et al., 2004) over the two text fields:
 //
@@ -266,13 +268,16 @@ type cut struct {
 // noCut wants every doc.
 var noCut = cut{floor: math.Inf(-1)}
 
-// leaf is one term in one field: its decoded postings and query weight.
+// leaf is one term in one field: its decoded postings and query weight;
+// or, where the list is a union (BM25F), the term in both text fields.
 type leaf struct {
 	list  *decoded
+	field int // index into textFields
 	df    uint64
 	boost float64
 	idf   float64
 	qw    float64 // boost · idf · qnorm (Bleve's form), else boost
+	qw2   float64 // a union's weight of its second field (s2)
 }
 
 // term is one query term: its leaves, in the order Bleve sums them.
@@ -344,20 +349,39 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 			if rk.bleve {
 				l.boost = leafBoost(fi, l.idf, idf(p.docs, qt.maxDF), len(p.terms))
 			}
-			key := leafKey{qt.term, fi}
-			if snap != "" {
-				l.list = ix.postings.get(snap, key)
-			}
-			if l.list == nil {
-				list, err := decode(ctx, r, qt.term, textFields[fi].name, l.idf, avg[fi], rk.bleve, rk.block)
-				if err != nil {
-					return err
+			l.field = fi
+		}
+		// BM25F sums a term's fields per doc before it saturates them: a
+		// term in both is read from one list of the docs either holds.
+		if !rk.bleve && len(qt.fields) == 2 {
+			u, err := rk.list(ctx, ix, r, snap, leafKey{qt.term, bothFields}, func() (*decoded, error) {
+				var lists [2]*decoded
+				for li, fi := range qt.fields {
+					d, err := decode(ctx, r, qt.term, textFields[fi].name, 0, avg[fi], false, rk.block)
+					if err != nil {
+						return nil, err
+					}
+					lists[li] = d
 				}
-				l.list = list
-				if snap != "" && len(qt.term) <= maxCachedTermBytes {
-					ix.postings.put(snap, key, list)
-				}
+				return union(lists[0], lists[1]), nil
+			})
+			if err != nil {
+				return err
 			}
+			for li := range t.leaves {
+				t.leaves[li].list = u
+			}
+			continue
+		}
+		for li, fi := range qt.fields {
+			l := &t.leaves[li]
+			list, err := rk.list(ctx, ix, r, snap, leafKey{qt.term, fi}, func() (*decoded, error) {
+				return decode(ctx, r, qt.term, textFields[fi].name, l.idf, avg[fi], rk.bleve, rk.block)
+			})
+			if err != nil {
+				return err
+			}
+			l.list = list
 		}
 	}
 	// Bleve's disjunction searchers order their clauses by posting count
@@ -401,13 +425,40 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 			}
 		}
 		t := &rk.terms[ti]
+		if u := t.leaves[0].list; u.s2 != nil {
+			// One leaf reads the union: the first field's weight for s,
+			// the second's for s2.
+			var qw [2]float64
+			for _, l := range t.leaves {
+				qw[l.field] = l.qw
+			}
+			t.leaves = []leaf{{list: u, df: t.leaves[0].df + t.leaves[1].df, qw: qw[0], qw2: qw[1]}}
+		}
 		x := 0.0
 		for _, l := range t.leaves {
-			x += l.list.best * l.qw
+			x += l.list.best*l.qw + l.list.best2*l.qw2
 		}
 		t.ub = t.sat(x, len(t.leaves))
 	}
 	return nil
+}
+
+// list is the decoded list of key in the snapshot snap: the cache's, else
+// made by build and cached.
+func (rk *ranker) list(ctx context.Context, ix *Index, r bleveindex.IndexReader, snap string, key leafKey, build func() (*decoded, error)) (*decoded, error) {
+	if snap != "" {
+		if d := ix.postings.get(snap, key); d != nil {
+			return d, nil
+		}
+	}
+	d, err := build()
+	if err != nil {
+		return nil, err
+	}
+	if snap != "" && len(key.term) <= maxCachedTermBytes {
+		ix.postings.put(snap, key, d)
+	}
+	return d, nil
 }
 
 // queryNorm is Bleve's query norm (Bleve's form only): 1/sqrt of the sum
@@ -745,9 +796,13 @@ func (b *board) take(i uint32, mark bool) bool {
 	return b.marked[i>>6]&(1<<(i&63)) != 0
 }
 
-// add1 is add for a term in one field.
+// add1 is add for a term in one field, or in both read from a union.
 func (t *term) add1(b *board, g int, base, end uint32, pos []int, mark bool) {
 	l := &t.leaves[0]
+	if l.list.s2 != nil {
+		t.addUnion(b, g, base, end, pos, mark)
+		return
+	}
 	docs, s, qw := l.list.docs, l.list.s, l.qw
 	e := l.list.at(pos[0], end)
 	if mark {
@@ -759,6 +814,28 @@ func (t *term) add1(b *board, g int, base, end uint32, pos []int, mark bool) {
 	} else {
 		for _, p := range b.marks(docs, base, pos[0], e) {
 			b.put(docs[p]-base, g, t.sat(0+s[p]*qw, 1))
+		}
+	}
+	pos[0] = e
+}
+
+// addUnion is add1 for a union: a doc's fields' weighted values, summed
+// as add2 sums them (a field the doc lacks adds an exact 0; the
+// conversions keep the compiler from fusing a product into the sum),
+// saturated.
+func (t *term) addUnion(b *board, g int, base, end uint32, pos []int, mark bool) {
+	l := &t.leaves[0]
+	docs, s, s2, qw, qw2 := l.list.docs, l.list.s, l.list.s2, l.qw, l.qw2
+	e := l.list.at(pos[0], end)
+	if mark {
+		for p := pos[0]; p < e; p++ {
+			i := docs[p] - base
+			b.take(i, true)
+			b.put(i, g, t.sat(float64(s[p]*qw)+float64(s2[p]*qw2), 1))
+		}
+	} else {
+		for _, p := range b.marks(docs, base, pos[0], e) {
+			b.put(docs[p]-base, g, t.sat(float64(s[p]*qw)+float64(s2[p]*qw2), 1))
 		}
 	}
 	pos[0] = e
