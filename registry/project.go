@@ -108,13 +108,16 @@ func appendProjected(dst, body []byte, p projection) ([]byte, error) {
 // with JSON escapes ("scor\u0065") is compared as it decodes, since that is
 // how a client's parser reads it.
 func omitMember(key []byte, p projection) bool {
-	name := string(key) // no allocation in the switch: the compiler special-cases it
 	if bytes.IndexByte(key, '\\') >= 0 {
+		var name string
 		if err := json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &name); err != nil {
 			return true // a name that does not decode is no member of ours to copy
 		}
+		key = []byte(name)
 	}
-	switch name {
+	// Switching on the conversion itself allocates nothing: a name held in
+	// a variable that escapes (as into Unmarshal) was a copy per member.
+	switch string(key) {
 	case "representativeQueries":
 		return !p.keepRQ
 	case "score", "source", "visibility":
