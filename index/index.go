@@ -155,6 +155,7 @@ type Index struct {
 	dfs      *gencache.Cache[queryTerm]
 	results  *gencache.Cache[SearchResult]
 	postings *postingCache
+	chunks   chunkCache // analysed request chunks (chunks.go)
 
 	closeOnce sync.Once
 

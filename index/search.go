@@ -471,7 +471,7 @@ type word struct {
 // maxQueryTerms of them, every analysed token as a word, in order, and the
 // first maxQueryTerms of its word pairs (pairsOf).
 func (ix *Index) analyse(text string) ([]string, []word, []string) {
-	words := wordsOf(ix.an.text.Analyze([]byte(text)))
+	words := ix.analyseWords(text)
 	terms := make([]string, 0, len(words))
 	for _, w := range words {
 		if len(terms) < maxQueryTerms && !slices.Contains(terms, w.term) {
