@@ -355,13 +355,13 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		// term in both is read from one list of the docs either holds.
 		if !rk.bleve && len(qt.fields) == 2 {
 			u, err := rk.list(ctx, ix, r, snap, leafKey{qt.term, bothFields}, func() (*decoded, error) {
-				var lists [2]*decoded
-				for li, fi := range qt.fields {
+				var lists [2]*decoded // by field, as qw below
+				for _, fi := range qt.fields {
 					d, err := decode(ctx, r, qt.term, textFields[fi].name, 0, avg[fi], false, rk.block)
 					if err != nil {
 						return nil, err
 					}
-					lists[li] = d
+					lists[fi] = d
 				}
 				return union(lists[0], lists[1]), nil
 			})
