@@ -127,8 +127,11 @@ const (
 )
 
 // entryCacheSize bounds the entries kept for search results (kv reads
-// cost a B+tree descent each): about 6 MB of 1.5 KB entries.
-const entryCacheSize = 4096
+// cost a B+tree descent each): 6 MB of 350-byte entries, 24 MB of 1.5 KB
+// ones. Unique MetaTool requests at 100k entries found 63% of their hits
+// here at 4,096 entries and 91% at 16,384 (the cache starts afresh when
+// full, so one a little short of the hits' working set keeps emptying).
+const entryCacheSize = 16384
 
 // cachedResponse is a rendered local search response and the results it
 // holds, which each search that it answers records in the demand log.
