@@ -17,14 +17,16 @@ import (
 // every filter of the chain looks at one token alone: so a text's words
 // are its whitespace-separated chunks' words, each chunk analysed alone,
 // with offsets and positions carried on. A chunk's words ("papers?",
-// "getTinyImage", "(ERP)") are kept in a bounded cache, so a request
+// "getTinyImage", "(ERP)") are kept in a cache bounded in bytes, so a request
 // costs a map look-up per chunk. Text with any other byte is analysed
 // whole. FuzzChunkedAnalysis and TestChunkedAnalysisMatchesBleve compare
 // the two ways word for word.
 
-// maxCachedChunks bounds the chunks kept (about 100 bytes each); the cache
-// starts afresh when full.
-const maxCachedChunks = 1 << 16
+// chunkCacheBytes bounds the analysed chunks kept, counted as their keys,
+// words and a map entry's overhead (a request's chunk is about 100 bytes,
+// one of many short identifier parts up to 2 KB); the cache starts afresh
+// when full, so no text, however made, holds more.
+const chunkCacheBytes = 8 << 20
 
 // maxChunkBytes is the longest chunk cached: longer ones are analysed each
 // time.
@@ -43,6 +45,16 @@ type chunkWords struct {
 type chunkCache struct {
 	mu     sync.RWMutex
 	chunks map[string]chunkWords
+	bytes  int
+}
+
+// size is what a cached chunk counts against chunkCacheBytes.
+func (cw chunkWords) size(key string) int {
+	n := len(key) + 64
+	for _, w := range cw.words {
+		n += len(w.term) + 48
+	}
+	return n
 }
 
 // analyseWords is wordsOf(the text analyzer's tokens of text), chunk by
@@ -86,11 +98,15 @@ func (ix *Index) chunk(c string) chunkWords {
 	}
 	cw := ix.analyseChunk(c)
 	if len(c) <= maxChunkBytes {
+		size := cw.size(c)
 		cache.mu.Lock()
-		if cache.chunks == nil || len(cache.chunks) >= maxCachedChunks {
-			cache.chunks = make(map[string]chunkWords, 1024)
+		if cache.chunks == nil || cache.bytes+size > chunkCacheBytes {
+			cache.chunks, cache.bytes = make(map[string]chunkWords, 1024), 0
 		}
-		cache.chunks[c] = cw
+		if _, ok := cache.chunks[c]; !ok {
+			cache.chunks[c] = cw
+			cache.bytes += size
+		}
 		cache.mu.Unlock()
 	}
 	return cw

@@ -1,7 +1,9 @@
 package index
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ardx-dev/ardx/internal/shareddata"
@@ -82,4 +84,29 @@ func openChunkIndex(tb testing.TB) *Index {
 	}
 	tb.Cleanup(func() { _ = ix.Close() })
 	return ix
+}
+
+// TestChunkCacheStaysBounded feeds chunks that analyse into many words
+// each and checks the cache's count never passes its bound, and that it
+// still answers as Bleve does after starting afresh.
+func TestChunkCacheStaysBounded(t *testing.T) {
+	ix := openChunkIndex(t)
+	var b strings.Builder
+	for i := range 20000 {
+		b.Reset()
+		for j := range 16 {
+			fmt.Fprintf(&b, "w%dx%d.", i, j)
+		}
+		text := b.String()[:min(b.Len(), maxChunkBytes)]
+		got := ix.analyseWords(text)
+		if want := wordsOf(ix.an.text.Analyze([]byte(text))); !slices.Equal(got, want) {
+			t.Fatalf("%q:\n got %v\nwant %v", text, got, want)
+		}
+		if ix.chunks.bytes > chunkCacheBytes {
+			t.Fatalf("after %d chunks the cache counts %d bytes, over %d", i+1, ix.chunks.bytes, chunkCacheBytes)
+		}
+	}
+	if len(ix.chunks.chunks) == 0 {
+		t.Fatal("nothing cached")
+	}
 }
