@@ -174,7 +174,7 @@ func (p *proc) stopWithin(t *testing.T, d time.Duration) {
 	case <-time.After(d):
 		_ = p.cmd.Process.Kill()
 		<-done
-		t.Errorf("ardx did not stop within %v of SIGTERM", d)
+		t.Errorf("ardx did not stop within %v of SIGTERM; log tail:\n%s", d, tailOf(p.log(), 4000))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -30,7 +31,19 @@ type Server struct {
 
 	ln  net.Listener
 	srv *http.Server
+
+	// fresh holds the connections no request has come in on yet, with
+	// when they were accepted. Shutdown counts them busy until they are
+	// 5 s old, so a client that connected and sent nothing (a browser's
+	// preconnect, an HTTP client's spare dial) held a stop for up to 5 s;
+	// Close closes them once they are freshGrace old.
+	mu    sync.Mutex
+	fresh map[net.Conn]time.Time
 }
+
+// freshGrace is how long Close leaves a connection without a request open:
+// a client that has just connected is sending its request now.
+const freshGrace = 250 * time.Millisecond
 
 // Open binds the listener and starts serving in a goroutine.
 func (s *Server) Open() error {
@@ -53,6 +66,7 @@ func (s *Server) Open() error {
 		WriteTimeout:      wt,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    32 << 10,
+		ConnState:         s.track,
 	}
 	if s.Logger != nil {
 		s.srv.ErrorLog = slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn)
@@ -86,11 +100,46 @@ func (s *Server) ListenAddr() string {
 // URL returns http://<bound address>.
 func (s *Server) URL() string { return "http://" + s.ListenAddr() }
 
-// Close stops accepting connections and waits for in-flight requests until
-// ctx is done.
+// Close stops accepting connections, closes those no request has come in
+// on, and waits for in-flight requests until ctx is done.
 func (s *Server) Close(ctx context.Context) error {
 	if s.srv == nil {
 		return nil
 	}
-	return s.srv.Shutdown(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.srv.Shutdown(ctx) }()
+	// Shutdown closes the listener, then waits for the connections; the
+	// fresh ones would hold it (see fresh), so they are closed as they
+	// pass freshGrace.
+	tick := time.NewTicker(freshGrace / 10)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case now := <-tick.C:
+			s.mu.Lock()
+			for c, since := range s.fresh {
+				if now.Sub(since) >= freshGrace {
+					_ = c.Close()
+					delete(s.fresh, c)
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// track keeps fresh up to date (http.Server.ConnState).
+func (s *Server) track(c net.Conn, st http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st != http.StateNew {
+		delete(s.fresh, c)
+		return
+	}
+	if s.fresh == nil {
+		s.fresh = make(map[net.Conn]time.Time)
+	}
+	s.fresh[c] = time.Now()
 }
