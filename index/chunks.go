@@ -60,7 +60,8 @@ func (cw chunkWords) size(key string) int {
 // analyseWords is wordsOf(the text analyzer's tokens of text), chunk by
 // chunk for ASCII text.
 func (ix *Index) analyseWords(text string) []word {
-	if !isASCII(text) {
+	da, ok := ix.an.text.(*analysis.DefaultAnalyzer)
+	if !ok || !isASCII(text) {
 		return wordsOf(ix.an.text.Analyze([]byte(text)))
 	}
 	words := make([]word, 0, len(text)/5)
@@ -74,7 +75,7 @@ func (ix *Index) analyseWords(text string) []word {
 		for j < len(text) && !isSpace(text[j]) {
 			j++
 		}
-		cw := ix.chunk(text[i:j])
+		cw := ix.chunk(da, text[i:j])
 		for _, w := range cw.words {
 			words = append(words, word{term: w.term, at: i + w.at, pos: pos + w.pos})
 		}
@@ -86,7 +87,7 @@ func (ix *Index) analyseWords(text string) []word {
 
 // chunk analyses one whitespace-free ASCII chunk, from the cache where it
 // can.
-func (ix *Index) chunk(c string) chunkWords {
+func (ix *Index) chunk(da *analysis.DefaultAnalyzer, c string) chunkWords {
 	cache := &ix.chunks
 	if len(c) <= maxChunkBytes {
 		cache.mu.RLock()
@@ -96,7 +97,7 @@ func (ix *Index) chunk(c string) chunkWords {
 			return cw
 		}
 	}
-	cw := ix.analyseChunk(c)
+	cw := analyseChunk(da, c)
 	if len(c) <= maxChunkBytes {
 		size := cw.size(c)
 		cache.mu.Lock()
@@ -112,19 +113,15 @@ func (ix *Index) chunk(c string) chunkWords {
 	return cw
 }
 
-// analyseChunk runs the text analyzer on one chunk. The positions it takes
-// are its tokens' (the tokenizer's count, stop words included, which the
-// filters drop without renumbering) plus the extra positions the
-// identifier filter gives a token's words.
-func (ix *Index) analyseChunk(c string) chunkWords {
+// analyseChunk runs the text analyzer da on one chunk. The positions it
+// takes are its tokens' (the tokenizer's count, stop words included,
+// which the filters drop without renumbering) plus the extra positions
+// the identifier filter gives a token's words.
+func analyseChunk(da *analysis.DefaultAnalyzer, c string) chunkWords {
 	var cw chunkWords
-	for _, w := range wordsOf(ix.an.text.Analyze([]byte(c))) {
+	for _, w := range wordsOf(da.Analyze([]byte(c))) {
 		w.pos--
 		cw.words = append(cw.words, w)
-	}
-	da, ok := ix.an.text.(*analysis.DefaultAnalyzer)
-	if !ok {
-		panic("index: the text analyzer is not Bleve's default kind")
 	}
 	for _, tok := range da.Tokenizer.Tokenize([]byte(c)) {
 		cw.positions++
@@ -144,8 +141,9 @@ func isASCII(s string) bool {
 	return true
 }
 
-// isSpace reports whether b is ASCII whitespace, where Unicode word
-// segmentation always breaks (UAX #29: WSegSpace, CR, LF, Newline).
+// isSpace reports whether b is ASCII whitespace: no rule of Unicode word
+// segmentation (UAX #29) joins a word to a space, tab, CR, LF, vertical
+// tab or form feed.
 func isSpace(b byte) bool {
 	switch b {
 	case ' ', '\t', '\n', '\r', '\v', '\f':
