@@ -148,43 +148,33 @@ func (ix *Index) rescorePairs(ctx context.Context, r bleveindex.IndexReader, p *
 // an absent pair as an empty list: most of a request's pairs are in no
 // entry, and the dictionaries tell that cheaply.
 func (ix *Index) pairPostings(ctx context.Context, r bleveindex.IndexReader, p *textPlan, pair string) (*decoded, error) {
-	key := leafKey{pair, pairField}
-	if p.snap != "" {
-		if d := ix.postings.get(p.snap, key); d != nil {
-			if len(d.docs) == 0 {
-				return nil, nil
-			}
+	d, err := ix.postings.load(p.snap, leafKey{pair, pairField}, func() (*decoded, error) {
+		d := &decoded{block: 1 << blockBits}
+		if p.snap != "" && ix.postings.absentFrom(p.snap, r, pair, pairField, pairField+1) {
 			return d, nil
 		}
-	}
-	d := &decoded{block: 1 << blockBits}
-	if p.snap == "" || !ix.postings.absentFrom(p.snap, r, pair, pairField, pairField+1) {
 		tfr, err := r.TermFieldReader(ctx, []byte(pair), fieldPairs, true, false, false)
 		if err != nil {
 			return nil, fmt.Errorf("index: search: %w", err)
 		}
+		defer tfr.Close()
 		var tfd bleveindex.TermFieldDoc
 		for {
 			next, err := tfr.Next(&tfd)
 			if err != nil {
-				_ = tfr.Close()
 				return nil, fmt.Errorf("index: search: %w", err)
 			}
 			if next == nil {
-				break
+				return d, nil
 			}
 			if num := next.ID.Value(); num <= math.MaxUint32 {
 				d.docs = append(d.docs, uint32(num))
 				d.s = append(d.s, float64(next.Freq))
 			}
 		}
-		_ = tfr.Close()
-	}
-	if p.snap != "" && len(pair) <= maxCachedTermBytes {
-		ix.postings.put(p.snap, key, d)
-	}
-	if len(d.docs) == 0 {
-		return nil, nil
+	})
+	if err != nil || len(d.docs) == 0 {
+		return nil, err
 	}
 	return d, nil
 }

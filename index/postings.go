@@ -216,6 +216,25 @@ func (c *postingCache) reset(snap string) {
 	c.snap, c.lists, c.bytes, c.segs, c.dicts = snap, make(map[leafKey]*decoded, 256), 0, nil, nil
 }
 
+// load is the list of k in snapshot snap: the cache's, else made by build
+// and cached ("" snap: made, never cached, as for a reader of no known
+// generation).
+func (c *postingCache) load(snap string, k leafKey, build func() (*decoded, error)) (*decoded, error) {
+	if snap != "" {
+		if d := c.get(snap, k); d != nil {
+			return d, nil
+		}
+	}
+	d, err := build()
+	if err != nil {
+		return nil, err
+	}
+	if snap != "" && len(k.term) <= maxCachedTermBytes {
+		c.put(snap, k, d)
+	}
+	return d, nil
+}
+
 func (c *postingCache) get(snap string, k leafKey) *decoded {
 	c.mu.Lock()
 	defer c.mu.Unlock()

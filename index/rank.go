@@ -354,7 +354,7 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		// BM25F sums a term's fields per doc before it saturates them: a
 		// term in both is read from one list of the docs either holds.
 		if !rk.bleve && len(qt.fields) == 2 {
-			u, err := rk.list(ctx, ix, r, snap, leafKey{qt.term, bothFields}, func() (*decoded, error) {
+			u, err := ix.postings.load(snap, leafKey{qt.term, bothFields}, func() (*decoded, error) {
 				var lists [2]*decoded // by field, as qw below
 				for _, fi := range qt.fields {
 					d, err := decode(ctx, r, qt.term, textFields[fi].name, 0, avg[fi], false, rk.block)
@@ -375,7 +375,7 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		}
 		for li, fi := range qt.fields {
 			l := &t.leaves[li]
-			list, err := rk.list(ctx, ix, r, snap, leafKey{qt.term, fi}, func() (*decoded, error) {
+			list, err := ix.postings.load(snap, leafKey{qt.term, fi}, func() (*decoded, error) {
 				return decode(ctx, r, qt.term, textFields[fi].name, l.idf, avg[fi], rk.bleve, rk.block)
 			})
 			if err != nil {
@@ -441,24 +441,6 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		t.ub = t.sat(x, len(t.leaves))
 	}
 	return nil
-}
-
-// list is the decoded list of key in the snapshot snap: the cache's, else
-// made by build and cached.
-func (rk *ranker) list(ctx context.Context, ix *Index, r bleveindex.IndexReader, snap string, key leafKey, build func() (*decoded, error)) (*decoded, error) {
-	if snap != "" {
-		if d := ix.postings.get(snap, key); d != nil {
-			return d, nil
-		}
-	}
-	d, err := build()
-	if err != nil {
-		return nil, err
-	}
-	if snap != "" && len(key.term) <= maxCachedTermBytes {
-		ix.postings.put(snap, key, d)
-	}
-	return d, nil
 }
 
 // queryNorm is Bleve's query norm (Bleve's form only): 1/sqrt of the sum
