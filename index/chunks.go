@@ -60,8 +60,10 @@ func (cw chunkWords) size(key string) int {
 // analyseWords is wordsOf(the text analyzer's tokens of text), chunk by
 // chunk for ASCII text.
 func (ix *Index) analyseWords(text string) []word {
+	// Chunks are cut from the raw text: an analyzer that rewrites it
+	// first (char filters) is run whole.
 	da, ok := ix.an.text.(*analysis.DefaultAnalyzer)
-	if !ok || !isASCII(text) {
+	if !ok || len(da.CharFilters) > 0 || !isASCII(text) {
 		return wordsOf(ix.an.text.Analyze([]byte(text)))
 	}
 	words := make([]word, 0, len(text)/5)
@@ -113,21 +115,26 @@ func (ix *Index) chunk(da *analysis.DefaultAnalyzer, c string) chunkWords {
 	return cw
 }
 
-// analyseChunk runs the text analyzer da on one chunk. The positions it
-// takes are its tokens' (the tokenizer's count, stop words included,
+// analyseChunk runs the text analyzer da on one chunk, as its Analyze
+// does: the tokenizer, then each filter in turn. The positions the chunk
+// takes are counted between the two: its tokens (stop words included,
 // which the filters drop without renumbering) plus the extra positions
 // the identifier filter gives a token's words.
 func analyseChunk(da *analysis.DefaultAnalyzer, c string) chunkWords {
 	var cw chunkWords
-	for _, w := range wordsOf(da.Analyze([]byte(c))) {
-		w.pos--
-		cw.words = append(cw.words, w)
-	}
-	for _, tok := range da.Tokenizer.Tokenize([]byte(c)) {
+	tokens := da.Tokenizer.Tokenize([]byte(c))
+	for _, tok := range tokens {
 		cw.positions++
 		if parts := splitWordParts(tok.Term); len(parts) > 1 {
 			cw.positions += len(parts) - 1
 		}
+	}
+	for _, f := range da.TokenFilters {
+		tokens = f.Filter(tokens)
+	}
+	for _, w := range wordsOf(tokens) {
+		w.pos--
+		cw.words = append(cw.words, w)
 	}
 	return cw
 }
