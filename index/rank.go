@@ -754,7 +754,8 @@ func (t *term) add(b *board, g int, base, end uint32, pos []int, mark bool) {
 	}
 }
 
-// A term has a leaf per text field that holds it: add handles one or two.
+// A term has a leaf per text field that holds it, or (BM25F, a term in
+// both) one leaf reading their union: add handles one or two.
 func init() {
 	if len(textFields) > 2 {
 		panic("index: add handles terms in at most two text fields")
@@ -837,7 +838,8 @@ func (b *board) marks(docs []uint32, base uint32, from, to int) []int32 {
 	return b.sel[:k]
 }
 
-// add2 is add for a term in two fields, in three straight passes rather
+// add2 is add for a term in two fields, read from two lists (Bleve's form
+// only: BM25F reads a union, addUnion), in three straight passes rather
 // than a merge: the first leaf's values go to the board's scratch, the
 // second leaf adds each doc's to its own, and the first leaf's docs the
 // second lacks come last. The sums are the merge's, to the bit.
