@@ -16,14 +16,15 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,11 +124,7 @@ func run() error {
 	defer srv.stop()
 	fmt.Printf("loadgen: ardx registry pid %d at %s\n", srv.cmd.Process.Pid, srv.url)
 
-	client := &http.Client{
-		Timeout:   10 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxIdleConns: 64, DisableCompression: true},
-	}
-	if _, err := drive(client, srv.url, queries[:c.warm], 2); err != nil {
+	if _, err := drive(srv.url, queries[:c.warm], 2); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	next := queries[c.warm:]
@@ -139,7 +136,7 @@ func run() error {
 			prof = startProfile(srv.pprof, c.profile)
 		}
 		cpu0, own0 := procstat.CPUTimeOf(srv.cmd.Process.Pid), procstat.CPUTime()
-		r, err := drive(client, srv.url, qs, n)
+		r, err := drive(srv.url, qs, n)
 		if err != nil {
 			return fmt.Errorf("%d clients: %w", n, err)
 		}
@@ -384,41 +381,47 @@ type result struct {
 
 // drive sends every query once, from n clients taking the next query as
 // they finish the last, and measures each request from send to the last
-// byte of the answer.
-func drive(client *http.Client, base string, queries []string, n int) (result, error) {
-	// Requests are encoded before the clock starts: the generator's own
-	// CPU comes out of the two cores the server is measured on.
-	bodies := make([][]byte, len(queries))
+// byte of the answer. Each client keeps one HTTP/1.1 connection.
+func drive(base string, queries []string, n int) (result, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return result{}, err
+	}
+	// Requests are encoded whole, headers and all, before the clock
+	// starts: the generator's own CPU comes out of the two cores the
+	// server is measured on.
+	reqs := make([][]byte, len(queries))
 	for i, q := range queries {
 		b, err := json.Marshal(map[string]any{"query": map[string]any{"text": q}, "federation": "none", "pageSize": 10})
 		if err != nil {
 			return result{}, err
 		}
-		bodies[i] = b
+		reqs[i] = append(fmt.Appendf(nil, "POST /search HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", u.Host, len(b)), b...)
 	}
 	lat := make([]time.Duration, len(queries))
 	var next atomic.Int64
 	var firstErr error
 	var errOnce sync.Once
+	var failed atomic.Bool
 	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	start := time.Now()
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			url := base + "/search"
+			c := &conn{addr: u.Host}
+			defer c.close()
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(queries) || ctx.Err() != nil {
+				if i >= len(queries) || failed.Load() {
 					return
 				}
 				t0 := time.Now()
-				err := post(ctx, client, url, bodies[i])
+				err := c.post(reqs[i])
 				lat[i] = time.Since(t0)
 				if err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("query %q: %w", queries[i], err); cancel() })
+					errOnce.Do(func() { firstErr = fmt.Errorf("query %q: %w", queries[i], err) })
+					failed.Store(true)
 					return
 				}
 			}
@@ -433,24 +436,62 @@ func drive(client *http.Client, base string, queries []string, n int) (result, e
 	return result{wall: wall, p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}, nil
 }
 
-func post(ctx context.Context, client *http.Client, url string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
+// conn is one client's HTTP/1.1 connection. The generator shares the
+// machine with the server, so it writes each request in one system call
+// from bytes encoded ahead and reads the answer with net/http's own parser
+// on the same goroutine, rather than going through http.Transport, whose
+// connection goroutines and hand-offs cost more CPU than the exchange
+// itself (measured: 150-220 against 90-135 µs a search).
+type conn struct {
+	addr string
+	c    net.Conn
+	r    *bufio.Reader
+}
+
+// requestTimeout bounds one request, from its write to its last byte.
+const requestTimeout = 10 * time.Second
+
+// post sends one encoded request and reads the whole answer, which must be
+// 200; a connection the server closes is dialled again for the next.
+func (c *conn) post(req []byte) error {
+	if c.c == nil {
+		nc, err := net.DialTimeout("tcp", c.addr, requestTimeout)
+		if err != nil {
+			return err
+		}
+		c.c, c.r = nc, bufio.NewReaderSize(nc, 64<<10)
+	}
+	if err := c.c.SetDeadline(time.Now().Add(requestTimeout)); err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
+	if _, err := c.c.Write(req); err != nil {
+		c.close()
 		return err
 	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		c.close()
+		return err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.Close {
+		c.close()
+	}
+	if err != nil {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status %d", resp.StatusCode)
 	}
 	return nil
+}
+
+func (c *conn) close() {
+	if c.c != nil {
+		_ = c.c.Close()
+		c.c, c.r = nil, nil
+	}
 }
 
 // profileSeconds is the length of the server CPU profile taken from the
