@@ -28,10 +28,11 @@ import (
 // starts the same ranking. A request of several intents has its parts'
 // rankings re-scored by their own sentences' pairs before they are fused
 // (segment.go), so the intent with the longest sentence does not collect
-// every pair's bonus. A pair with a word no entry holds, or of two common
-// words (the relevance cutoff's), is not looked up: the dictionary look-ups
-// are most of the re-scoring's cost. Measured in docs/decisions.md (issue
-// 19, word pairs).
+// every pair's bonus. A pair with a word no entry holds, of two common
+// words (the relevance cutoff's), or of words no re-scored hit holds both
+// of (their decoded postings tell), is not looked up: the dictionary
+// look-ups and pair postings are most of the re-scoring's cost. Measured
+// in docs/decisions.md (issue 19, word pairs).
 //
 // An entry's pairs are indexed as keywords of fieldPairs, the frequency
 // saying where they are (pairInName, pairInText, or their sum when both).
@@ -95,13 +96,23 @@ func (ix *Index) rescorePairs(ctx context.Context, r bleveindex.IndexReader, p *
 		return hits, nil
 	}
 	bonus := make([]float64, len(top))
+	held := &held{ix: ix, p: p, hits: top}
 	for _, pair := range p.pairs {
-		if !p.indexed(pair) {
+		ia, ib, ok := p.indexed(pair)
+		if !ok {
 			continue
 		}
-		list, err := ix.pairPostings(ctx, r, p, pair)
-		if err != nil {
-			return nil, err
+		// A pair seen before is at hand; one not yet looked up is looked
+		// up only if a hit holds both its words.
+		list, cached := ix.cachedPair(p, pair)
+		if !cached {
+			if !held.both(ia, ib) {
+				continue
+			}
+			var err error
+			if list, err = ix.pairPostings(ctx, r, p, pair); err != nil {
+				return nil, err
+			}
 		}
 		if list == nil {
 			continue
@@ -179,16 +190,90 @@ func (ix *Index) pairPostings(ctx context.Context, r bleveindex.IndexReader, p *
 	return d, nil
 }
 
-// indexed reports whether both words of pair are terms of p that some
-// entry holds, and not both common (see the relevance cutoff): a pair of
-// a word no entry has is in no entry either, and looking pairs up in the
-// dictionaries is most of the re-scoring's cost.
-func (p *textPlan) indexed(pair string) bool {
-	a, b, _ := strings.Cut(pair, " ")
-	ia := slices.IndexFunc(p.terms, func(t queryTerm) bool { return t.term == a })
-	ib := slices.IndexFunc(p.terms, func(t queryTerm) bool { return t.term == b })
-	if ia < 0 || ib < 0 {
-		return false
+// cachedPair is pairPostings' list of pair when the cache holds it (nil
+// for a pair no entry holds).
+func (ix *Index) cachedPair(p *textPlan, pair string) (*decoded, bool) {
+	if p.snap == "" {
+		return nil, false
 	}
-	return !slices.Contains(p.should, ia) || !slices.Contains(p.should, ib)
+	d := ix.postings.get(p.snap, leafKey{pair, pairField})
+	if d == nil {
+		return nil, false
+	}
+	if len(d.docs) == 0 {
+		return nil, true
+	}
+	return d, true
+}
+
+// indexed reports whether both words of pair are terms of p that some
+// entry holds, and not both common (see the relevance cutoff), and which
+// terms they are: a pair of a word no entry has is in no entry either,
+// and looking pairs up in the dictionaries is most of the re-scoring's
+// cost.
+func (p *textPlan) indexed(pair string) (ia, ib int, ok bool) {
+	a, b, _ := strings.Cut(pair, " ")
+	ia = slices.IndexFunc(p.terms, func(t queryTerm) bool { return t.term == a })
+	ib = slices.IndexFunc(p.terms, func(t queryTerm) bool { return t.term == b })
+	if ia < 0 || ib < 0 {
+		return 0, 0, false
+	}
+	return ia, ib, !slices.Contains(p.should, ia) || !slices.Contains(p.should, ib)
+}
+
+// held says which hits hold which of a plan's terms: per term, a bit per
+// hit (pairDepth fits a word), found as asked. A term whose postings are
+// not at hand counts as held by every hit.
+type held struct {
+	ix   *Index
+	p    *textPlan
+	hits []Hit
+	mask []uint64 // per term, once found (done)
+	done []bool
+}
+
+// both reports whether a hit holds the terms at ia and ib: an entry's word
+// pairs are of words its name, display name, capabilities and description
+// hold (pairs), all in the text fields, so a hit without both words has no
+// pair of them, and the pair need not be looked up.
+func (h *held) both(ia, ib int) bool {
+	return h.of(ia)&h.of(ib) != 0
+}
+
+// of is the bits of the hits holding the term at ti.
+func (h *held) of(ti int) uint64 {
+	if h.mask == nil {
+		h.mask, h.done = make([]uint64, len(h.p.terms)), make([]bool, len(h.p.terms))
+	}
+	if h.done[ti] {
+		return h.mask[ti]
+	}
+	all := uint64(1)<<len(h.hits) - 1
+	m := all
+	qt := &h.p.terms[ti]
+	var keys []leafKey
+	if len(qt.fields) == 2 && !h.ix.bleveScoring {
+		keys = []leafKey{{qt.term, bothFields}}
+	} else {
+		for _, fi := range qt.fields {
+			keys = append(keys, leafKey{qt.term, fi})
+		}
+	}
+	if h.p.snap != "" {
+		m = 0
+		for _, k := range keys {
+			list := h.ix.postings.get(h.p.snap, k)
+			if list == nil {
+				m = all
+				break
+			}
+			for i, hit := range h.hits {
+				if hit.doc <= math.MaxUint32 && list.holds(uint32(hit.doc)) {
+					m |= 1 << i
+				}
+			}
+		}
+	}
+	h.mask[ti], h.done[ti] = m, true
+	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,6 +75,20 @@ func (d *decoded) at(p int, end uint32) int {
 		return len(d.docs)
 	}
 	return p + sort.Search(len(d.docs)-p, func(i int) bool { return d.docs[p+i] >= end })
+}
+
+// holds reports whether doc is in the list: a binary search of its block.
+func (d *decoded) holds(doc uint32) bool {
+	from, to := 0, len(d.docs)
+	if k := int(doc / d.block); k+1 < len(d.starts) {
+		from, to = int(d.starts[k]), int(d.starts[k+1])
+	} else if k < len(d.starts) {
+		from = int(d.starts[k])
+	} else {
+		return false
+	}
+	_, found := slices.BinarySearch(d.docs[from:to], doc)
+	return found
 }
 
 // leafKey names a leaf: a term in a text field (an index into textFields),

@@ -566,7 +566,7 @@ func formulaRanking(t *testing.T, ix *Index, text string, size int, pairs bool) 
 		for i := range top {
 			bonus := 0.0
 			for _, pair := range p.pairs {
-				if !p.indexed(pair) {
+				if _, _, ok := p.indexed(pair); !ok {
 					continue // a pair of common words, or of a word no entry has
 				}
 				switch f := freq[pair][top[i].ID]; {
