@@ -764,9 +764,9 @@ func init() {
 
 // put adds s to group g's sum of the doc at i in the block.
 func (b *board) put(i uint32, g int, s float64) {
-	sl := &b.slots[i]
-	sl.sum[g] += s
-	sl.n[g]++
+	sl := &b.slots[i&(1<<blockBits-1)]
+	sl.sum[g&1] += s
+	sl.n[g&1]++
 }
 
 // take reports whether a term adds to the doc at i in the block: with
@@ -789,10 +789,13 @@ func (t *term) add1(b *board, g int, base, end uint32, pos []int, mark bool) {
 	docs, s, qw := l.list.docs, l.list.s, l.qw
 	e := l.list.at(pos[0], end)
 	if mark {
-		for p := pos[0]; p < e; p++ {
-			i := docs[p] - base
+		ds := docs[pos[0]:e]
+		ss := s[pos[0]:e]
+		ss = ss[:len(ds)]
+		for p, d := range ds {
+			i := (d - base) & (1<<blockBits - 1)
 			b.take(i, true)
-			b.put(i, g, t.sat(0+s[p]*qw, 1))
+			b.put(i, g, t.sat(0+ss[p]*qw, 1))
 		}
 	} else {
 		for _, p := range b.marks(docs, base, pos[0], e) {
@@ -810,15 +813,29 @@ func (t *term) addUnion(b *board, g int, base, end uint32, pos []int, mark bool)
 	l := &t.leaves[0]
 	docs, s, s2, qw, qw2 := l.list.docs, l.list.s, l.list.s2, l.qw, l.qw2
 	e := l.list.at(pos[0], end)
+	w, g := t.w, g&1
 	if mark {
-		for p := pos[0]; p < e; p++ {
-			i := docs[p] - base
-			b.take(i, true)
-			b.put(i, g, t.sat(float64(s[p]*qw)+float64(s2[p]*qw2), 1))
+		// Slices cut to one length and doc offsets masked to the board
+		// (a no-op: they are under the block) let the compiler drop the
+		// bounds checks from the loop. The score is sat's, operation for
+		// operation.
+		ds := docs[pos[0]:e]
+		ss, ss2 := s[pos[0]:e], s2[pos[0]:e]
+		ss, ss2 = ss[:len(ds)], ss2[:len(ds)]
+		for p, d := range ds {
+			i := (d - base) & (1<<blockBits - 1)
+			b.marked[i>>6] |= 1 << (i & 63)
+			x := float64(ss[p]*qw) + float64(ss2[p]*qw2)
+			sl := &b.slots[i]
+			sl.sum[g] += w * x * (bm25K1 + 1) / (bm25K1 + x)
+			sl.n[g]++
 		}
 	} else {
 		for _, p := range b.marks(docs, base, pos[0], e) {
-			b.put(docs[p]-base, g, t.sat(float64(s[p]*qw)+float64(s2[p]*qw2), 1))
+			x := float64(s[p]*qw) + float64(s2[p]*qw2)
+			sl := &b.slots[(docs[p]-base)&(1<<blockBits-1)]
+			sl.sum[g] += w * x * (bm25K1 + 1) / (bm25K1 + x)
+			sl.n[g]++
 		}
 	}
 	pos[0] = e
@@ -830,9 +847,9 @@ func (t *term) addUnion(b *board, g int, base, end uint32, pos []int, mark bool)
 // mispredicted branch costs more than the test.
 func (b *board) marks(docs []uint32, base uint32, from, to int) []int32 {
 	k := 0
-	for p := from; p < to; p++ {
-		i := docs[p] - base
-		b.sel[k] = int32(p)
+	for p, d := range docs[from:to] {
+		i := (d - base) & (1<<blockBits - 1)
+		b.sel[k&(1<<blockBits-1)] = int32(from + p)
 		k += int(b.marked[i>>6] >> (i & 63) & 1)
 	}
 	return b.sel[:k]
