@@ -301,7 +301,13 @@ func (t *term) sat(x float64, k int) float64 {
 		}
 		return x
 	}
-	return t.w * x * (bm25K1 + 1) / (bm25K1 + x)
+	return saturate(t.w, x)
+}
+
+// saturate is BM25F's score of a term of weight w whose matching leaves sum
+// to x.
+func saturate(w, x float64) float64 {
+	return w * x * (bm25K1 + 1) / (bm25K1 + x)
 }
 
 // ranker is one rankText run.
@@ -764,7 +770,7 @@ func init() {
 
 // put adds s to group g's sum of the doc at i in the block.
 func (b *board) put(i uint32, g int, s float64) {
-	sl := &b.slots[i&(1<<blockBits-1)]
+	sl := &b.slots[i&(1<<blockBits-1)] // masks: no-ops that spare bounds checks
 	sl.sum[g&1] += s
 	sl.n[g&1]++
 }
@@ -772,6 +778,7 @@ func (b *board) put(i uint32, g int, s float64) {
 // take reports whether a term adds to the doc at i in the block: with
 // mark always, marking it; else if it is marked.
 func (b *board) take(i uint32, mark bool) bool {
+	i &= 1<<blockBits - 1 // a no-op that spares a bounds check
 	if mark {
 		b.marked[i>>6] |= 1 << (i & 63)
 		return true
@@ -789,7 +796,7 @@ func (t *term) add1(b *board, g int, base, end uint32, pos []int, mark bool) {
 	docs, s, qw := l.list.docs, l.list.s, l.qw
 	e := l.list.at(pos[0], end)
 	if mark {
-		ds := docs[pos[0]:e]
+		ds := docs[pos[0]:e] // as in addUnion: no bounds checks
 		ss := s[pos[0]:e]
 		ss = ss[:len(ds)]
 		for p, d := range ds {
@@ -813,29 +820,22 @@ func (t *term) addUnion(b *board, g int, base, end uint32, pos []int, mark bool)
 	l := &t.leaves[0]
 	docs, s, s2, qw, qw2 := l.list.docs, l.list.s, l.list.s2, l.qw, l.qw2
 	e := l.list.at(pos[0], end)
-	w, g := t.w, g&1
+	w := t.w // a union is BM25F's alone: sat is saturate
 	if mark {
 		// Slices cut to one length and doc offsets masked to the board
-		// (a no-op: they are under the block) let the compiler drop the
-		// bounds checks from the loop. The score is sat's, operation for
-		// operation.
+		// (a no-op: they lie under the block) let the compiler drop the
+		// bounds checks from the loop.
 		ds := docs[pos[0]:e]
 		ss, ss2 := s[pos[0]:e], s2[pos[0]:e]
 		ss, ss2 = ss[:len(ds)], ss2[:len(ds)]
 		for p, d := range ds {
 			i := (d - base) & (1<<blockBits - 1)
-			b.marked[i>>6] |= 1 << (i & 63)
-			x := float64(ss[p]*qw) + float64(ss2[p]*qw2)
-			sl := &b.slots[i]
-			sl.sum[g] += w * x * (bm25K1 + 1) / (bm25K1 + x)
-			sl.n[g]++
+			b.take(i, true)
+			b.put(i, g, saturate(w, float64(ss[p]*qw)+float64(ss2[p]*qw2)))
 		}
 	} else {
 		for _, p := range b.marks(docs, base, pos[0], e) {
-			x := float64(s[p]*qw) + float64(s2[p]*qw2)
-			sl := &b.slots[(docs[p]-base)&(1<<blockBits-1)]
-			sl.sum[g] += w * x * (bm25K1 + 1) / (bm25K1 + x)
-			sl.n[g]++
+			b.put(docs[p]-base, g, saturate(w, float64(s[p]*qw)+float64(s2[p]*qw2)))
 		}
 	}
 	pos[0] = e
