@@ -47,20 +47,11 @@ type payClaim struct {
 	terms  []pay.Option
 }
 
-// payEndpointOf returns the paid-resource endpoint of e: for a bazaar
+// payEndpoint returns the paid-resource endpoint of the entry: for a bazaar
 // catalogue entry its resource and method, for any other entry that states
 // x402 terms and has no more specific check (MCP, A2A, API base), its url.
-func payEndpointOf(e kv.Entry, ep endpoint, ok bool) (endpoint, payClaim, bool) {
+func (h *entryHead) payEndpoint(ep endpoint, ok bool) (endpoint, payClaim, bool) {
 	if ok && ep.kind != probeKindURL {
-		return endpoint{}, payClaim{}, false
-	}
-	var h struct {
-		Type     string                     `json:"type"`
-		URL      string                     `json:"url"`
-		Data     json.RawMessage            `json:"data"`
-		Metadata map[string]json.RawMessage `json:"metadata"`
-	}
-	if json.Unmarshal(e.Body, &h) != nil {
 		return endpoint{}, payClaim{}, false
 	}
 	opts := pay.X402(pay.FromEntry(h.Type, h.Data, h.Metadata))

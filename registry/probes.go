@@ -201,22 +201,34 @@ func (ep endpoint) name() string {
 	return ep.kind + " " + firstOf(ep.url, ep.cardURL)
 }
 
-// entryHead is what endpointOf reads of an entry body.
+// entryHead is what endpointOf and payEndpointOf read of an entry body,
+// decoded once for both.
 type entryHead struct {
-	Type     string          `json:"type"`
-	URL      string          `json:"url"`
-	Data     json.RawMessage `json:"data"`
-	Metadata map[string]any  `json:"metadata"`
+	Type     string                     `json:"type"`
+	URL      string                     `json:"url"`
+	Data     json.RawMessage            `json:"data"`
+	Metadata map[string]json.RawMessage `json:"metadata"`
+}
+
+// headOf decodes e's head; ok is false for a body that is not a JSON
+// object of those members.
+func headOf(e kv.Entry) (h entryHead, ok bool) {
+	return h, json.Unmarshal(e.Body, &h) == nil
 }
 
 // endpointOf returns the endpoint probed for entry e. An MCP tool is
 // probed through its server (server names the server entry); entries with
 // nothing callable have none.
 func endpointOf(e kv.Entry) (ep endpoint, server string, ok bool) {
-	var h entryHead
-	if json.Unmarshal(e.Body, &h) != nil {
+	h, ok := headOf(e)
+	if !ok {
 		return endpoint{}, "", false
 	}
+	return h.endpoint()
+}
+
+// endpoint is endpointOf for a decoded head.
+func (h *entryHead) endpoint() (ep endpoint, server string, ok bool) {
 	switch h.Type {
 	case sources.TypeMCPTool:
 		var d struct {
@@ -228,7 +240,8 @@ func endpointOf(e kv.Entry) (ep endpoint, server string, ok bool) {
 		return endpoint{}, d.Server.Identifier, false
 	case sources.TypeMCPServer:
 		ep = endpoint{kind: probeKindMCP, transport: "streamable-http"}
-		if u, _ := h.Metadata["mcp.endpoint"].(string); u != "" {
+		var u string
+		if raw, present := h.Metadata["mcp.endpoint"]; present && json.Unmarshal(raw, &u) == nil && u != "" {
 			ep.url = u
 		} else {
 			var d struct {
@@ -309,8 +322,12 @@ func (s *Service) readProbeTargets() ([]probe.Target, error) {
 		if e.Owner != "" {
 			return nil // private entries are not reported on
 		}
-		ep, server, ok := endpointOf(e)
-		if pe, claim, paid := payEndpointOf(e, ep, ok); paid {
+		h, ok := headOf(e)
+		if !ok {
+			return nil
+		}
+		ep, server, ok := h.endpoint()
+		if pe, claim, paid := h.payEndpoint(ep, ok); paid {
 			ep, ok = pe, true
 			claim.target = ep.name()
 			claims[e.ID] = claim
@@ -319,13 +336,11 @@ func (s *Service) readProbeTargets() ([]probe.Target, error) {
 		}
 		if !ok {
 			if server != "" {
-				var h struct {
-					Data struct {
-						Server struct{ Tool string } `json:"server"`
-					} `json:"data"`
+				var d struct {
+					Server struct{ Tool string } `json:"server"`
 				}
-				_ = json.Unmarshal(e.Body, &h)
-				tools = append(tools, toolRef{server: server, name: h.Data.Server.Tool, id: e.ID})
+				_ = json.Unmarshal(h.Data, &d)
+				tools = append(tools, toolRef{server: server, name: d.Server.Tool, id: e.ID})
 			}
 			return nil
 		}
