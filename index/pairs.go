@@ -232,6 +232,9 @@ type held struct {
 	done []bool
 }
 
+// The hits' bits fit a word: a larger pairDepth does not compile.
+var _ [64 - pairDepth]struct{}
+
 // both reports whether a hit holds the terms at ia and ib: an entry's word
 // pairs are of words its name, display name, capabilities and description
 // hold (pairs), all in the text fields, so a hit without both words has no
