@@ -253,18 +253,9 @@ func (h *held) of(ti int) uint64 {
 	}
 	all := uint64(1)<<len(h.hits) - 1
 	m := all
-	qt := &h.p.terms[ti]
-	var keys []leafKey
-	if len(qt.fields) == 2 && !h.ix.bleveScoring {
-		keys = []leafKey{{qt.term, bothFields}}
-	} else {
-		for _, fi := range qt.fields {
-			keys = append(keys, leafKey{qt.term, fi})
-		}
-	}
 	if h.p.snap != "" {
 		m = 0
-		for _, k := range keys {
+		for _, k := range listKeys(&h.p.terms[ti], h.ix.bleveScoring) {
 			list := h.ix.postings.get(h.p.snap, k)
 			if list == nil {
 				m = all

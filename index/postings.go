@@ -101,6 +101,20 @@ type leafKey struct {
 // bothFields is the field of a union's key.
 const bothFields = -1
 
+// listKeys are the keys of the lists the ranker reads for qt: BM25F reads
+// a term in both text fields from their union, Bleve's form (bleve) one
+// list per field.
+func listKeys(qt *queryTerm, bleve bool) []leafKey {
+	if !bleve && len(qt.fields) == 2 {
+		return []leafKey{{qt.term, bothFields}}
+	}
+	keys := make([]leafKey, len(qt.fields))
+	for i, fi := range qt.fields {
+		keys[i] = leafKey{qt.term, fi}
+	}
+	return keys
+}
+
 // union merges a term's lists in the first and second text fields into
 // one list of the docs either holds (see decoded.s2).
 func union(a, b *decoded) *decoded {

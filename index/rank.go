@@ -359,8 +359,9 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		}
 		// BM25F sums a term's fields per doc before it saturates them: a
 		// term in both is read from one list of the docs either holds.
-		if !rk.bleve && len(qt.fields) == 2 {
-			u, err := ix.postings.load(snap, leafKey{qt.term, bothFields}, func() (*decoded, error) {
+		keys := listKeys(qt, rk.bleve)
+		if keys[0].field == bothFields {
+			u, err := ix.postings.load(snap, keys[0], func() (*decoded, error) {
 				var lists [2]*decoded // by field, as qw below
 				for _, fi := range qt.fields {
 					d, err := decode(ctx, r, qt.term, textFields[fi].name, 0, avg[fi], false, rk.block)
@@ -381,7 +382,7 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		}
 		for li, fi := range qt.fields {
 			l := &t.leaves[li]
-			list, err := ix.postings.load(snap, leafKey{qt.term, fi}, func() (*decoded, error) {
+			list, err := ix.postings.load(snap, keys[li], func() (*decoded, error) {
 				return decode(ctx, r, qt.term, textFields[fi].name, l.idf, avg[fi], rk.bleve, rk.block)
 			})
 			if err != nil {
