@@ -201,7 +201,7 @@ func (ep endpoint) name() string {
 	return ep.kind + " " + firstOf(ep.url, ep.cardURL)
 }
 
-// entryHead is what endpointOf and payEndpointOf read of an entry body,
+// entryHead is what endpoint and payEndpoint read of an entry body,
 // decoded once for both.
 type entryHead struct {
 	Type     string                     `json:"type"`
