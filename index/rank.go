@@ -801,9 +801,8 @@ func (t *term) add1(b *board, g int, base, end uint32, pos []int, mark bool) {
 		ss := s[pos[0]:e]
 		ss = ss[:len(ds)]
 		for p, d := range ds {
-			i := (d - base) & (1<<blockBits - 1)
-			b.take(i, true)
-			b.put(i, g, t.sat(0+ss[p]*qw, 1))
+			b.take(d-base, true)
+			b.put(d-base, g, t.sat(0+ss[p]*qw, 1))
 		}
 	} else {
 		for _, p := range b.marks(docs, base, pos[0], e) {
@@ -823,16 +822,15 @@ func (t *term) addUnion(b *board, g int, base, end uint32, pos []int, mark bool)
 	e := l.list.at(pos[0], end)
 	w := t.w // a union is BM25F's alone: sat is saturate
 	if mark {
-		// Slices cut to one length and doc offsets masked to the board
-		// (a no-op: they lie under the block) let the compiler drop the
-		// bounds checks from the loop.
+		// Slices cut to one length (and take and put masking a doc's
+		// offset to the board) let the compiler drop the bounds checks
+		// from the loop.
 		ds := docs[pos[0]:e]
 		ss, ss2 := s[pos[0]:e], s2[pos[0]:e]
 		ss, ss2 = ss[:len(ds)], ss2[:len(ds)]
 		for p, d := range ds {
-			i := (d - base) & (1<<blockBits - 1)
-			b.take(i, true)
-			b.put(i, g, saturate(w, float64(ss[p]*qw)+float64(ss2[p]*qw2)))
+			b.take(d-base, true)
+			b.put(d-base, g, saturate(w, float64(ss[p]*qw)+float64(ss2[p]*qw2)))
 		}
 	} else {
 		for _, p := range b.marks(docs, base, pos[0], e) {
