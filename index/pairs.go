@@ -159,30 +159,38 @@ func (ix *Index) rescorePairs(ctx context.Context, r bleveindex.IndexReader, p *
 // an absent pair as an empty list: most of a request's pairs are in no
 // entry, and the dictionaries tell that cheaply.
 func (ix *Index) pairPostings(ctx context.Context, r bleveindex.IndexReader, p *textPlan, pair string) (*decoded, error) {
-	d, err := ix.postings.load(p.snap, leafKey{pair, pairField}, func() (*decoded, error) {
-		d := &decoded{block: 1 << blockBits}
-		if p.snap != "" && ix.postings.absentFrom(p.snap, r, pair, pairField, pairField+1) {
-			return d, nil
-		}
-		tfr, err := r.TermFieldReader(ctx, []byte(pair), fieldPairs, true, false, false)
-		if err != nil {
-			return nil, fmt.Errorf("index: search: %w", err)
-		}
-		defer tfr.Close()
-		var tfd bleveindex.TermFieldDoc
-		for {
-			next, err := tfr.Next(&tfd)
+	d, err := ix.postings.load(p.snap, r, leafKey{pair, pairField}, source{
+		whole: func() (*decoded, error) {
+			d := &decoded{block: 1 << blockBits}
+			if p.snap != "" && ix.postings.absentFrom(p.snap, r, pair, pairField, pairField+1) {
+				return d, nil
+			}
+			tfr, err := r.TermFieldReader(ctx, []byte(pair), fieldPairs, true, false, false)
 			if err != nil {
 				return nil, fmt.Errorf("index: search: %w", err)
 			}
-			if next == nil {
-				return d, nil
+			defer tfr.Close()
+			var tfd bleveindex.TermFieldDoc
+			for {
+				next, err := tfr.Next(&tfd)
+				if err != nil {
+					return nil, fmt.Errorf("index: search: %w", err)
+				}
+				if next == nil {
+					return d, nil
+				}
+				if num := next.ID.Value(); num <= math.MaxUint32 {
+					d.docs = append(d.docs, uint32(num))
+					d.s = append(d.s, float64(next.Freq))
+					d.best = max(d.best, float64(next.Freq))
+				}
 			}
-			if num := next.ID.Value(); num <= math.MaxUint32 {
-				d.docs = append(d.docs, uint32(num))
-				d.s = append(d.s, float64(next.Freq))
-			}
-		}
+		},
+		// A pair's values are its frequencies: any later snapshot may
+		// carry its list.
+		part: func(sp span) (*decoded, error) {
+			return decodePart(ctx, sp, pair, fieldPairs, 0, true, 1<<blockBits)
+		},
 	})
 	if err != nil || len(d.docs) == 0 {
 		return nil, err

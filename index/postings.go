@@ -59,6 +59,12 @@ type decoded struct {
 	// block doc numbers); past the last block, every doc is before.
 	starts []int32
 	block  uint32
+	// carry says the values depend on no statistic of the snapshot but
+	// the average lengths in avg (of the list's text field, or of the
+	// union's two): a later snapshot may carry the list over (carry.go).
+	carry bool
+	avg   [2]float64
+	spans []span // the segments of the list's snapshot, for carry
 }
 
 func (d *decoded) bytes() int {
@@ -164,6 +170,15 @@ type postingCache struct {
 	// holds a reader on those very segments, which keeps them open.
 	segs  []segment.Segment
 	dicts [][]segment.TermDictionary
+	// spans are snap's segments once a list missed (carry.go); prev
+	// holds the lists of earlier snapshots that may be carried over (the
+	// latest of each key), prevBytes their size, and moves how snap's
+	// segments are made from an earlier snapshot's, by its first span.
+	spans     []span
+	prev      map[leafKey]*decoded
+	prevBytes int
+	moves     map[*span][]move
+	carries   int // lists carried over, for tests
 }
 
 // absent reports whether term is in no text field of the snapshot r, whose
@@ -242,23 +257,69 @@ func (c *postingCache) dictionaries(snap string, is *scorch.IndexSnapshot) ([][]
 
 // reset starts the cache afresh for snapshot snap; c.mu is held.
 func (c *postingCache) reset(snap string) {
+	c.keep(c.lists)
 	c.snap, c.lists, c.bytes, c.segs, c.dicts = snap, make(map[leafKey]*decoded, 256), 0, nil, nil
+	c.spans, c.moves = nil, nil
 }
 
-// load is the list of k in snapshot snap: the cache's, else made by build
-// and cached ("" snap: made, never cached, as for a reader of no known
-// generation).
-func (c *postingCache) load(snap string, k leafKey, build func() (*decoded, error)) (*decoded, error) {
-	if snap != "" {
-		if d := c.get(snap, k); d != nil {
-			return d, nil
+// keep adds the lists of the snapshot being left to those a later one may
+// carry over, over the earlier ones of the same keys; past the budget, the
+// earlier ones go. c.mu is held.
+func (c *postingCache) keep(lists map[leafKey]*decoded) {
+	if c.prev == nil {
+		c.prev = make(map[leafKey]*decoded, len(lists))
+	}
+	for k, d := range lists {
+		if !d.carry {
+			continue
+		}
+		if old := c.prev[k]; old != nil {
+			c.prevBytes -= old.bytes()
+		}
+		c.prev[k] = d
+		c.prevBytes += d.bytes()
+	}
+	if c.prevBytes > c.limit {
+		c.prev, c.prevBytes = nil, 0
+		if c.bytes <= c.limit {
+			c.keep(lists)
 		}
 	}
-	d, err := build()
+}
+
+// source makes a list of a snapshot: whole from its postings; part, when
+// set, from one segment's (numbered as the snapshot numbers them), which
+// lets a list of an earlier snapshot be carried over (carry.go) when the
+// average field lengths its values depend on are still avg.
+type source struct {
+	whole func() (*decoded, error)
+	part  func(sp span) (*decoded, error)
+	avg   [2]float64
+}
+
+// load is the list of k in snapshot snap, read by r: the cache's, else
+// carried over from the previous snapshot's, else made whole, and cached
+// ("" snap: made, never cached, as for a reader of no known generation).
+func (c *postingCache) load(snap string, r bleveindex.IndexReader, k leafKey, src source) (*decoded, error) {
+	if snap == "" {
+		return src.whole()
+	}
+	if d := c.get(snap, k); d != nil {
+		return d, nil
+	}
+	d, spans, err := c.carried(snap, r, k, src)
 	if err != nil {
 		return nil, err
 	}
-	if snap != "" && len(k.term) <= maxCachedTermBytes {
+	if d == nil {
+		if d, err = src.whole(); err != nil {
+			return nil, err
+		}
+	}
+	if spans != nil {
+		d.carry, d.avg, d.spans = true, src.avg, spans
+	}
+	if len(k.term) <= maxCachedTermBytes {
 		c.put(snap, k, d)
 	}
 	return d, nil

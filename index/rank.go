@@ -361,16 +361,30 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		// term in both is read from one list of the docs either holds.
 		keys := listKeys(qt, rk.bleve)
 		if keys[0].field == bothFields {
-			u, err := ix.postings.load(snap, keys[0], func() (*decoded, error) {
-				var lists [2]*decoded // by field, as qw below
-				for _, fi := range qt.fields {
-					d, err := decode(ctx, r, qt.term, textFields[fi].name, 0, avg[fi], false, rk.block)
-					if err != nil {
-						return nil, err
+			u, err := ix.postings.load(snap, r, keys[0], source{
+				whole: func() (*decoded, error) {
+					var lists [2]*decoded // by field, as qw below
+					for _, fi := range qt.fields {
+						d, err := decode(ctx, r, qt.term, textFields[fi].name, 0, avg[fi], false, rk.block)
+						if err != nil {
+							return nil, err
+						}
+						lists[fi] = d
 					}
-					lists[fi] = d
-				}
-				return union(lists[0], lists[1]), nil
+					return union(lists[0], lists[1]), nil
+				},
+				part: func(sp span) (*decoded, error) {
+					var lists [2]*decoded
+					for fi := range lists {
+						d, err := decodePart(ctx, sp, qt.term, textFields[fi].name, avg[fi], false, rk.block)
+						if err != nil {
+							return nil, err
+						}
+						lists[fi] = d
+					}
+					return union(lists[0], lists[1]), nil
+				},
+				avg: [2]float64{avg[0], avg[1]},
 			})
 			if err != nil {
 				return err
@@ -382,9 +396,16 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		}
 		for li, fi := range qt.fields {
 			l := &t.leaves[li]
-			list, err := ix.postings.load(snap, keys[li], func() (*decoded, error) {
+			src := source{whole: func() (*decoded, error) {
 				return decode(ctx, r, qt.term, textFields[fi].name, l.idf, avg[fi], rk.bleve, rk.block)
-			})
+			}}
+			if !rk.bleve { // Bleve's form puts the snapshot's idf into the values
+				src.part = func(sp span) (*decoded, error) {
+					return decodePart(ctx, sp, qt.term, textFields[fi].name, avg[fi], false, rk.block)
+				}
+				src.avg[0] = avg[fi]
+			}
+			list, err := ix.postings.load(snap, r, keys[li], src)
 			if err != nil {
 				return err
 			}
