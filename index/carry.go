@@ -142,6 +142,8 @@ func carry(prev *decoded, old, cur []span, moves []move, part func(span) (*decod
 	if union {
 		d.s2 = make([]float64, 0, n)
 	}
+	kept := 0           // postings of prev carried
+	var best [2]float64 // the largest values decoded
 	for i, sp := range cur {
 		mv := moves[i]
 		if mv.old < 0 {
@@ -151,14 +153,36 @@ func carry(prev *decoded, old, cur []span, moves []move, part func(span) (*decod
 			}
 			d.docs = append(d.docs, p.docs...)
 			d.s = append(d.s, p.s...)
+			for _, v := range p.s {
+				best[0] = max(best[0], v)
+			}
 			if union {
 				d.s2 = append(d.s2, p.s2...)
+				for _, v := range p.s2 {
+					best[1] = max(best[1], v)
+				}
 			}
 			continue
 		}
 		o := old[mv.old]
 		lo := sort.Search(len(prev.docs), func(j int) bool { return prev.docs[j] >= o.from })
 		hi := lo + sort.Search(len(prev.docs)-lo, func(j int) bool { return prev.docs[lo+j]-o.from >= o.count })
+		if len(mv.dropped) == 0 {
+			// The segment as it was: copied whole, renumbered if it moved.
+			at := len(d.docs)
+			d.docs = append(d.docs, prev.docs[lo:hi]...)
+			if shift := sp.from - o.from; shift != 0 {
+				for j := at; j < len(d.docs); j++ {
+					d.docs[j] += shift
+				}
+			}
+			d.s = append(d.s, prev.s[lo:hi]...)
+			if union {
+				d.s2 = append(d.s2, prev.s2[lo:hi]...)
+			}
+			kept += hi - lo
+			continue
+		}
 		dropped := mv.dropped
 		for j := lo; j < hi; j++ {
 			local := prev.docs[j] - o.from
@@ -173,21 +197,30 @@ func carry(prev *decoded, old, cur []span, moves []move, part func(span) (*decod
 			if union {
 				d.s2 = append(d.s2, prev.s2[j])
 			}
+			kept++
 		}
 	}
 	if prev.starts != nil {
-		for i, doc := range d.docs {
-			for uint64(len(d.starts))*uint64(d.block) <= uint64(doc) {
-				d.starts = append(d.starts, int32(i))
-			}
+		blocks := 0
+		if len(d.docs) > 0 {
+			blocks = int(d.docs[len(d.docs)-1]/d.block) + 1
 		}
-		d.starts = append(d.starts, int32(len(d.docs)))
+		d.starts = make([]int32, blocks+1)
+		for k := 1; k < blocks; k++ {
+			d.starts[k] = int32(sort.Search(len(d.docs), func(j int) bool { return uint64(d.docs[j]) >= uint64(k)*uint64(d.block) }))
+		}
+		d.starts[blocks] = int32(len(d.docs))
 	}
-	for i := range d.s {
-		d.best = max(d.best, d.s[i])
+	if kept == len(prev.docs) {
+		// Every posting of prev came along: its largest values did too.
+		d.best, d.best2 = max(prev.best, best[0]), max(prev.best2, best[1])
+		return d, nil
 	}
-	for i := range d.s2 {
-		d.best2 = max(d.best2, d.s2[i])
+	for _, v := range d.s {
+		d.best = max(d.best, v)
+	}
+	for _, v := range d.s2 {
+		d.best2 = max(d.best2, v)
 	}
 	return d, nil
 }
