@@ -330,13 +330,11 @@ func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen ui
 			// A word in no dictionary (a typo, a word never indexed) is
 			// cached too: requests repeat such words as much as others.
 			if p.snap == "" || !ix.postings.absent(p.snap, r, t) {
-				for fi, f := range textFields {
-					tfr, err := r.TermFieldReader(ctx, []byte(t), f.name, false, false, false)
+				for fi := range textFields {
+					n, err := ix.postings.count(ctx, p.snap, r, t, fi)
 					if err != nil {
-						return textPlan{}, fmt.Errorf("index: search: %w", err)
+						return textPlan{}, err
 					}
-					n := tfr.Count()
-					_ = tfr.Close()
 					if n > 0 {
 						qt.fields = append(qt.fields, fi)
 						qt.df = append(qt.df, n)
