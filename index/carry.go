@@ -109,12 +109,19 @@ func (c *postingCache) carried(snap string, r bleveindex.IndexReader, k leafKey,
 	}
 	if c.spans == nil {
 		c.spans = spansOf(is)
+		// What the lists keep of them: not the segments, which an
+		// in-memory segment's bytes would stay behind.
+		c.marks = make([]span, len(c.spans))
+		for i, sp := range c.spans {
+			sp.seg = nil
+			c.marks[i] = sp
+		}
 	}
-	cur := c.spans
+	cur, marks := c.spans, c.marks
 	prev := c.prev[k]
 	if prev == nil || prev.avg != src.avg || len(prev.spans) == 0 || cur == nil {
 		c.mu.Unlock()
-		return nil, cur, nil
+		return nil, marks, nil
 	}
 	delete(c.prev, k) // this snapshot's cache holds it from now on
 	c.prevBytes -= prev.bytes()
@@ -130,7 +137,7 @@ func (c *postingCache) carried(snap string, r bleveindex.IndexReader, k leafKey,
 	c.carries++
 	c.mu.Unlock()
 	d, err := carry(prev, prev.spans, cur, moves, src.part)
-	return d, cur, err
+	return d, marks, err
 }
 
 // carry makes the list of the snapshot of spans cur from prev, the list of

@@ -225,6 +225,10 @@ func TestCarryWhileWriting(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	defer func() { // before the index closes, also when the test fails
+		close(stop)
+		wg.Wait()
+	}()
 	for g := range 4 {
 		wg.Go(func() {
 			for i := g; ; i++ {
@@ -253,6 +257,4 @@ func TestCarryWhileWriting(t *testing.T) {
 			t.Fatalf("doc %d written, its own word finds %v", i, res.Hits)
 		}
 	}
-	close(stop)
-	wg.Wait()
 }

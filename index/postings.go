@@ -168,13 +168,15 @@ type postingCache struct {
 	// of segs.
 	// They read the segments' files, so a search uses them only while it
 	// holds a reader on those very segments, which keeps them open.
-	segs  []segment.Segment
-	dicts [][]segment.TermDictionary
+	segs    []segment.Segment
+	dicts   [][]segment.TermDictionary
+	lookups sync.Mutex // count's postings look-ups in dicts
 	// spans are snap's segments once a list missed (carry.go); prev
 	// holds the lists of earlier snapshots that may be carried over (the
 	// latest of each key), prevBytes their size, and moves how snap's
 	// segments are made from an earlier snapshot's, by its first span.
 	spans     []span
+	marks     []span // spans without their segments, as lists keep them
 	prev      map[leafKey]*decoded
 	prevBytes int
 	moves     map[*span][]move
@@ -236,6 +238,11 @@ func (c *postingCache) count(ctx context.Context, snap string, r bleveindex.Inde
 	segs := is.Segments()
 	key := []byte(term)
 	var n uint64
+	// A dictionary's postings look-up goes through one FST reader with
+	// state of its own (its membership test does not): one search at a
+	// time.
+	c.lookups.Lock()
+	defer c.lookups.Unlock()
 	for i, d := range dicts[fi] {
 		pl, err := d.PostingsList(key, segs[i].Deleted(), nil)
 		if err != nil {
@@ -293,7 +300,7 @@ func (c *postingCache) dictionaries(snap string, is *scorch.IndexSnapshot) ([][]
 func (c *postingCache) reset(snap string) {
 	c.keep(c.lists)
 	c.snap, c.lists, c.bytes, c.segs, c.dicts = snap, make(map[leafKey]*decoded, 256), 0, nil, nil
-	c.spans, c.moves = nil, nil
+	c.spans, c.marks, c.moves = nil, nil, nil
 }
 
 // keep adds the lists of the snapshot being left to those a later one may
