@@ -35,7 +35,10 @@ import (
 // changes deletions, document frequencies and lengths, a merge renumbers
 // docs. So the cache is keyed by the generation plus the snapshot's
 // segment IDs, and used only when the search's reader is exactly that
-// generation (textPlan.cache).
+// generation (textPlan.cache). A list the cache lacks after a write is
+// carried over from an earlier snapshot's where it can be (carry.go):
+// those are kept too, within the same bound again, so the cache holds at
+// most twice postingCacheBytes.
 
 // postingCacheBytes bounds the decoded postings kept, at 12 bytes a
 // posting of a leaf and 20 of a union: 2.4 to 4 million postings. MetaTool's
