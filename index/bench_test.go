@@ -223,3 +223,57 @@ func BenchmarkMetaToolAtScale(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 	}
 }
+
+// BenchmarkSearchWhileWriting runs MetaTool's requests (each new to the
+// process) against 100k docs, with writes=none nothing else, with
+// writes=every50 a publisher republishing one entry before every 50
+// searches: each write makes a new snapshot, whose decoded postings are
+// carried over from the one before (carry.go) rather than decoded afresh.
+func BenchmarkSearchWhileWriting(b *testing.B) {
+	tools, labelled := loadMetaTool(b)
+	docs := append(corpus(b, 100_000), tools...)
+	ix := benchIndex(b, docs)
+	ctx := b.Context()
+	search := func(text string) time.Duration {
+		s := time.Now()
+		if _, err := ix.Search(ctx, index.SearchRequest{Text: text, Size: 10}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(s)
+	}
+	for i := 0; i < len(labelled); i += 7 { // the posting cache as a running server's
+		search(labelled[i].text)
+	}
+	next := 1
+	for _, every := range []int{0, 50} {
+		name := "writes=none"
+		if every > 0 {
+			name = fmt.Sprintf("writes=every%d", every)
+		}
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				lat := make([]time.Duration, 0, 2000)
+				var total time.Duration
+				for i := range 2000 {
+					if every > 0 && i%every == 0 {
+						d := docs[(next*7919)%len(docs)]
+						d.Description += fmt.Sprintf(" (revision %d)", next)
+						if err := ix.Put([]index.Doc{d}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					// Requests not seen before: every 7th was the warm-up's.
+					next++
+					q := labelled[(next*3+1)%len(labelled)]
+					d := search(fmt.Sprintf("%s zq%dx", q.text, next))
+					lat = append(lat, d)
+					total += d
+				}
+				slices.Sort(lat)
+				b.ReportMetric(float64(total.Microseconds())/float64(len(lat))/1000, "mean-ms")
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+			}
+		})
+	}
+}

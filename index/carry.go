@@ -174,38 +174,33 @@ func carry(prev *decoded, old, cur []span, moves []move, part func(span) (*decod
 		o := old[mv.old]
 		lo := sort.Search(len(prev.docs), func(j int) bool { return prev.docs[j] >= o.from })
 		hi := lo + sort.Search(len(prev.docs)-lo, func(j int) bool { return prev.docs[lo+j]-o.from >= o.count })
-		if len(mv.dropped) == 0 {
-			// The segment as it was: copied whole, renumbered if it moved.
+		// The segment's postings, renumbered if it moved, copied a run at a
+		// time between the docs deleted since (usually none, or the one
+		// an update replaced).
+		shift := sp.from - o.from
+		copyRun := func(from, to int) {
 			at := len(d.docs)
-			d.docs = append(d.docs, prev.docs[lo:hi]...)
-			if shift := sp.from - o.from; shift != 0 {
+			d.docs = append(d.docs, prev.docs[from:to]...)
+			if shift != 0 {
 				for j := at; j < len(d.docs); j++ {
 					d.docs[j] += shift
 				}
 			}
-			d.s = append(d.s, prev.s[lo:hi]...)
+			d.s = append(d.s, prev.s[from:to]...)
 			if union {
-				d.s2 = append(d.s2, prev.s2[lo:hi]...)
+				d.s2 = append(d.s2, prev.s2[from:to]...)
 			}
-			kept += hi - lo
-			continue
+			kept += to - from
 		}
-		dropped := mv.dropped
-		for j := lo; j < hi; j++ {
-			local := prev.docs[j] - o.from
-			for len(dropped) > 0 && dropped[0] < local {
-				dropped = dropped[1:]
+		for _, x := range mv.dropped {
+			doc := o.from + x
+			j := lo + sort.Search(hi-lo, func(j int) bool { return prev.docs[lo+j] >= doc })
+			copyRun(lo, j)
+			if lo = j; lo < hi && prev.docs[lo] == doc {
+				lo++
 			}
-			if len(dropped) > 0 && dropped[0] == local {
-				continue
-			}
-			d.docs = append(d.docs, sp.from+local)
-			d.s = append(d.s, prev.s[j])
-			if union {
-				d.s2 = append(d.s2, prev.s2[j])
-			}
-			kept++
 		}
+		copyRun(lo, hi)
 	}
 	if prev.starts != nil {
 		blocks := 0

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/ardx-dev/ardx/internal/gencache"
 )
 
 // TestCarriedListsMatchDecoded writes to an index on disk between rounds of
@@ -131,13 +133,14 @@ func TestCarriedListsMatchDecoded(t *testing.T) {
 			t.Fatal(err)
 		}
 		carried := search()
-		// The same searches with a cache that starts empty decode every
-		// list whole; the carried cache is put back for the next round.
-		cc := ix.postings
-		ix.postings = &postingCache{limit: postingCacheBytes}
+		// The same searches with caches that start empty decode every
+		// list whole and count every term afresh; the carried cache is
+		// put back for the next round.
+		cc, dfs := ix.postings, ix.dfs
+		ix.postings, ix.dfs = &postingCache{limit: postingCacheBytes}, gencache.New[queryTerm](dfCacheSize)
 		fresh := search()
 		fc := ix.postings
-		ix.postings = cc
+		ix.postings, ix.dfs = cc, dfs
 		if cc.snap != fc.snap {
 			t.Fatalf("round %d: the caches are of different snapshots", round)
 		}
