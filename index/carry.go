@@ -143,6 +143,22 @@ func (c *postingCache) carried(snap string, r bleveindex.IndexReader, k leafKey,
 // carry makes the list of the snapshot of spans cur from prev, the list of
 // the snapshot of spans old, as moves say.
 func carry(prev *decoded, old, cur []span, moves []move, part func(span) (*decoded, error)) (*decoded, error) {
+	parts := make([]*decoded, len(cur))
+	for i, sp := range cur {
+		if moves[i].old < 0 {
+			p, err := part(sp)
+			if err != nil {
+				return nil, err
+			}
+			parts[i] = p
+		}
+	}
+	if unchanged(prev, old, cur, moves, parts) {
+		// Most of a request's lists: the write touched no doc of theirs.
+		// Lists are never modified once made, so the arrays are shared.
+		d := *prev
+		return &d, nil
+	}
 	union := prev.s2 != nil
 	n := len(prev.docs) + 16
 	d := &decoded{docs: make([]uint32, 0, n), s: make([]float64, 0, n), block: prev.block}
@@ -153,11 +169,7 @@ func carry(prev *decoded, old, cur []span, moves []move, part func(span) (*decod
 	var best [2]float64 // the largest values decoded
 	for i, sp := range cur {
 		mv := moves[i]
-		if mv.old < 0 {
-			p, err := part(sp)
-			if err != nil {
-				return nil, err
-			}
+		if p := parts[i]; p != nil {
 			d.docs = append(d.docs, p.docs...)
 			d.s = append(d.s, p.s...)
 			for _, v := range p.s {
@@ -225,6 +237,34 @@ func carry(prev *decoded, old, cur []span, moves []move, part func(span) (*decod
 		d.best2 = max(d.best2, v)
 	}
 	return d, nil
+}
+
+// unchanged reports whether carrying prev would give prev again: every
+// segment holding its postings is in cur where it was, none of the docs
+// deleted since is among them, and the segments new to it add none.
+func unchanged(prev *decoded, old, cur []span, moves []move, parts []*decoded) bool {
+	kept := 0
+	for i, mv := range moves {
+		if mv.old < 0 {
+			if len(parts[i].docs) > 0 {
+				return false
+			}
+			continue
+		}
+		o := old[mv.old]
+		lo := sort.Search(len(prev.docs), func(j int) bool { return prev.docs[j] >= o.from })
+		hi := lo + sort.Search(len(prev.docs)-lo, func(j int) bool { return prev.docs[lo+j]-o.from >= o.count })
+		if hi > lo && cur[i].from != o.from {
+			return false
+		}
+		for _, x := range mv.dropped {
+			if _, found := slices.BinarySearch(prev.docs[lo:hi], o.from+x); found {
+				return false
+			}
+		}
+		kept += hi - lo
+	}
+	return kept == len(prev.docs)
 }
 
 // decodePart is decode over the one segment sp: its postings of term in

@@ -198,6 +198,25 @@ func TestCarryMovesSegments(t *testing.T) {
 		!slices.Equal(got.starts, []int32{0, 1, 3, 4}) || got.best != 9 {
 		t.Fatalf("carried %+v", got)
 	}
+	// A list untouched by the write is shared, not copied; one whose
+	// segment moved down (the one before it went, holding none of its
+	// docs) is renumbered.
+	same, err := carry(prev, old, old, planMoves(old, old), part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &same.docs[0] != &prev.docs[0] || &same.s[0] != &prev.s[0] {
+		t.Fatalf("an unchanged list was copied")
+	}
+	moved := &decoded{block: 4, docs: []uint32{5, 6}, s: []float64{1, 2}, starts: []int32{0}}
+	down := []span{{id: 2, from: 0, count: 3, del: old[1].del}}
+	got, err = carry(moved, old[:2], down, planMoves(old[:2], down), part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.docs, []uint32{1, 2}) || !slices.Equal(got.s, []float64{1, 2}) {
+		t.Fatalf("moved %+v", got)
+	}
 	// A doc deleted before and not now: not the same segment, decoded.
 	if m := planMoves([]span{{id: 5, count: 3, del: del(1)}}, []span{{id: 5, count: 3, del: del(2)}}); m[0].old != -1 {
 		t.Fatalf("moves %+v", m)
