@@ -18,20 +18,21 @@ import (
 // A write makes a new snapshot, and a list of the posting cache belongs to
 // one snapshot (postings.go): decoded afresh, a request's lists cost about
 // 120 ns a posting, so every search after a write paid several times a
-// warm one (measured: 1.8 against 0.3 ms a search with a write every 50
-// searches at 100k entries). But a write only appends segments, deletes
-// docs and merges segments into a new one: a segment in both snapshots
-// holds the same postings, only numbered from where the new snapshot puts
-// it. So a list the new snapshot's cache lacks is carried over from the
-// earlier snapshot's that held it (the latest such): per segment of the new snapshot,
-// the old list's postings of that segment, renumbered and without the
-// docs deleted since, or, for a segment the old snapshot lacked (new or
-// merged), its postings decoded. A list's values depend on no statistic
-// but the field's average length (BM25F's fieldTF; a pair's frequency on
-// none), which a write seldom moves: a list whose average changed is
-// decoded whole. Bleve's form (Index.bleveScoring) puts the idf into the
-// values and is never carried. TestCarriedListsMatchDecoded compares
-// carried lists with decoded ones after adds, updates, deletes and merges.
+// warm one (1.8 against 0.3 ms a search with a write every 50 searches at
+// 100k entries). But a write only appends segments, deletes docs and
+// merges segments into a new one: a segment in both snapshots holds the
+// same postings, only numbered from where the new snapshot puts it. So a
+// list the new snapshot's cache lacks is carried over from the latest
+// earlier snapshot whose cache held it: per segment of the new snapshot,
+// the old list's postings of that segment, renumbered and without the docs
+// deleted since, or, for a segment the old snapshot lacked (new or
+// merged), its postings decoded. A list the write did not touch is the old
+// one's arrays, shared. A list's values depend on no statistic but the
+// field's average length (BM25F's fieldTF; a pair's frequency on none),
+// which a write seldom moves: a list whose average changed is decoded
+// whole. Bleve's form (Index.bleveScoring) puts the idf into the values
+// and is never carried. TestCarriedListsMatchDecoded compares carried
+// lists with decoded ones after adds, updates, deletes and merges.
 
 // span is one segment of a snapshot as the snapshot numbers its docs.
 type span struct {
@@ -111,17 +112,17 @@ func (c *postingCache) carried(snap string, r bleveindex.IndexReader, k leafKey,
 		c.spans = spansOf(is)
 		// What the lists keep of them: not the segments, which an
 		// in-memory segment's bytes would stay behind.
-		c.marks = make([]span, len(c.spans))
+		c.spansKept = make([]span, len(c.spans))
 		for i, sp := range c.spans {
 			sp.seg = nil
-			c.marks[i] = sp
+			c.spansKept[i] = sp
 		}
 	}
-	cur, marks := c.spans, c.marks
+	cur, kept := c.spans, c.spansKept
 	prev := c.prev[k]
 	if prev == nil || prev.avg != src.avg || len(prev.spans) == 0 || cur == nil {
 		c.mu.Unlock()
-		return nil, marks, nil
+		return nil, kept, nil
 	}
 	delete(c.prev, k) // this snapshot's cache holds it from now on
 	c.prevBytes -= prev.bytes()
@@ -137,7 +138,7 @@ func (c *postingCache) carried(snap string, r bleveindex.IndexReader, k leafKey,
 	c.carries++
 	c.mu.Unlock()
 	d, err := carry(prev, prev.spans, cur, moves, src.part)
-	return d, marks, err
+	return d, kept, err
 }
 
 // carry makes the list of the snapshot of spans cur from prev, the list of

@@ -179,7 +179,7 @@ type postingCache struct {
 	// latest of each key), prevBytes their size, and moves how snap's
 	// segments are made from an earlier snapshot's, by its first span.
 	spans     []span
-	marks     []span // spans without their segments, as lists keep them
+	spansKept []span // spans without their segments, as lists keep them
 	prev      map[leafKey]*decoded
 	prevBytes int
 	moves     map[*span][]move
@@ -303,7 +303,7 @@ func (c *postingCache) dictionaries(snap string, is *scorch.IndexSnapshot) ([][]
 func (c *postingCache) reset(snap string) {
 	c.keep(c.lists)
 	c.snap, c.lists, c.bytes, c.segs, c.dicts = snap, make(map[leafKey]*decoded, 256), 0, nil, nil
-	c.spans, c.marks, c.moves = nil, nil, nil
+	c.spans, c.spansKept, c.moves = nil, nil, nil
 }
 
 // keep adds the lists of the snapshot being left to those a later one may
