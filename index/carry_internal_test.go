@@ -165,7 +165,7 @@ func TestCarriedListsMatchDecoded(t *testing.T) {
 func sameList(a, b *decoded) bool {
 	return a != nil && b != nil && slices.Equal(a.docs, b.docs) && slices.Equal(a.s, b.s) && slices.Equal(a.s2, b.s2) &&
 		(a.s2 == nil) == (b.s2 == nil) && slices.Equal(a.starts, b.starts) && a.best == b.best && a.best2 == b.best2 &&
-		a.block == b.block && a.carry == b.carry && a.avg == b.avg
+		a.block == b.block && (a.spans == nil) == (b.spans == nil) && a.avg == b.avg
 }
 
 // TestCarryMovesSegments carries a list over a change of segments that
@@ -176,7 +176,7 @@ func TestCarryMovesSegments(t *testing.T) {
 	del := func(xs ...uint32) *roaring.Bitmap { return roaring.BitmapOf(xs...) }
 	old := []span{{id: 1, from: 0, count: 4}, {id: 2, from: 4, count: 3, del: del(0)}, {id: 3, from: 7, count: 5}}
 	cur := []span{{id: 2, from: 0, count: 3, del: del(0, 2)}, {id: 9, from: 3, count: 2}, {id: 3, from: 5, count: 5}}
-	prev := &decoded{block: 4, docs: []uint32{1, 3, 5, 6, 7, 10}, s: []float64{1, 2, 3, 4, 5, 6}, starts: []int32{0}, carry: true}
+	prev := &decoded{block: 4, docs: []uint32{1, 3, 5, 6, 7, 10}, s: []float64{1, 2, 3, 4, 5, 6}, starts: []int32{0}}
 	moves := planMoves(old, cur)
 	want := []move{{old: 1, dropped: []uint32{2}}, {old: -1}, {old: 2}}
 	if !reflect.DeepEqual(moves, want) {

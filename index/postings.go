@@ -62,12 +62,12 @@ type decoded struct {
 	// block doc numbers); past the last block, every doc is before.
 	starts []int32
 	block  uint32
-	// carry says the values depend on no statistic of the snapshot but
-	// the average lengths in avg (of the list's text field, or of the
-	// union's two): a later snapshot may carry the list over (carry.go).
-	carry bool
+	// spans are the segments of the list's snapshot when a later one may
+	// carry the list over (carry.go): its values depend on no statistic
+	// of the snapshot but the average lengths in avg (of the list's text
+	// field, or of the union's two). Nil: never carried.
+	spans []span
 	avg   [2]float64
-	spans []span // the segments of the list's snapshot, for carry
 }
 
 func (d *decoded) bytes() int {
@@ -221,8 +221,8 @@ func (c *postingCache) absentFrom(snap string, r bleveindex.IndexReader, term st
 // text field fi, as Bleve's term reader counts them: per segment, its
 // postings without its deleted docs. It reads the cached dictionaries
 // rather than open a term reader, which opens each segment's dictionary
-// again: after a write, with a dozen small segments, that was a tenth of
-// a search.
+// again (in process, unique requests at 100k entries: 0.28-0.32 against
+// 0.22-0.26 ms a search).
 func (c *postingCache) count(ctx context.Context, snap string, r bleveindex.IndexReader, term string, fi int) (uint64, error) {
 	is, ok := r.(*scorch.IndexSnapshot)
 	var dicts [][]segment.TermDictionary
@@ -314,7 +314,7 @@ func (c *postingCache) keep(lists map[leafKey]*decoded) {
 		c.prev = make(map[leafKey]*decoded, len(lists))
 	}
 	for k, d := range lists {
-		if !d.carry {
+		if d.spans == nil {
 			continue
 		}
 		if old := c.prev[k]; old != nil {
@@ -342,7 +342,7 @@ type source struct {
 }
 
 // load is the list of k in snapshot snap, read by r: the cache's, else
-// carried over from the previous snapshot's, else made whole, and cached
+// carried over from an earlier snapshot's, else made whole, and cached
 // ("" snap: made, never cached, as for a reader of no known generation).
 func (c *postingCache) load(snap string, r bleveindex.IndexReader, k leafKey, src source) (*decoded, error) {
 	if snap == "" {
@@ -361,7 +361,7 @@ func (c *postingCache) load(snap string, r bleveindex.IndexReader, k leafKey, sr
 		}
 	}
 	if spans != nil {
-		d.carry, d.avg, d.spans = true, src.avg, spans
+		d.spans, d.avg = spans, src.avg
 	}
 	if len(k.term) <= maxCachedTermBytes {
 		c.put(snap, k, d)
