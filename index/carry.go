@@ -59,6 +59,20 @@ func spansOf(is *scorch.IndexSnapshot) []span {
 	return out
 }
 
+// sameSegments reports whether spans are of is's very segment objects.
+func sameSegments(spans []span, is *scorch.IndexSnapshot) bool {
+	segs := is.Segments()
+	if len(segs) != len(spans) {
+		return false
+	}
+	for i, ss := range segs {
+		if spans[i].seg != ss.Segment() {
+			return false
+		}
+	}
+	return true
+}
+
 // move is how one span of a snapshot is made from an earlier one's lists:
 // carried from the earlier span at old, without the docs dropped since
 // (segment-local numbers, ascending), or, with old −1, decoded.
@@ -108,8 +122,11 @@ func (c *postingCache) carried(snap string, r bleveindex.IndexReader, k leafKey,
 	if c.snap != snap {
 		c.reset(snap)
 	}
-	if c.spans == nil {
-		c.spans = spansOf(is)
+	// The segments' objects must be the reader's own: Bleve persists a
+	// segment under the same ID, so a reader of the same snapshot key may
+	// hold the other copy, which is closed once its last reader ends.
+	if c.spans == nil || !sameSegments(c.spans, is) {
+		c.spans, c.moves = spansOf(is), nil
 		// What the lists keep of them: not the segments, which an
 		// in-memory segment's bytes would stay behind.
 		c.spansKept = make([]span, len(c.spans))
