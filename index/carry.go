@@ -59,6 +59,13 @@ func spansOf(is *scorch.IndexSnapshot) []span {
 	return out
 }
 
+// within is where docs (ascending) holds the docs of segment sp: [lo, hi).
+func (sp span) within(docs []uint32) (lo, hi int) {
+	lo = sort.Search(len(docs), func(j int) bool { return docs[j] >= sp.from })
+	hi = lo + sort.Search(len(docs)-lo, func(j int) bool { return docs[lo+j]-sp.from >= sp.count })
+	return lo, hi
+}
+
 // sameSegments reports whether spans are of is's very segment objects.
 func sameSegments(spans []span, is *scorch.IndexSnapshot) bool {
 	segs := is.Segments()
@@ -202,8 +209,7 @@ func carry(prev *decoded, old, cur []span, moves []move, part func(span) (*decod
 			continue
 		}
 		o := old[mv.old]
-		lo := sort.Search(len(prev.docs), func(j int) bool { return prev.docs[j] >= o.from })
-		hi := lo + sort.Search(len(prev.docs)-lo, func(j int) bool { return prev.docs[lo+j]-o.from >= o.count })
+		lo, hi := o.within(prev.docs)
 		// The segment's postings, renumbered if it moved, copied a run at a
 		// time between the docs deleted since (usually none, or the one
 		// an update replaced).
@@ -233,15 +239,7 @@ func carry(prev *decoded, old, cur []span, moves []move, part func(span) (*decod
 		copyRun(lo, hi)
 	}
 	if prev.starts != nil {
-		blocks := 0
-		if len(d.docs) > 0 {
-			blocks = int(d.docs[len(d.docs)-1]/d.block) + 1
-		}
-		d.starts = make([]int32, blocks+1)
-		for k := 1; k < blocks; k++ {
-			d.starts[k] = int32(sort.Search(len(d.docs), func(j int) bool { return uint64(d.docs[j]) >= uint64(k)*uint64(d.block) }))
-		}
-		d.starts[blocks] = int32(len(d.docs))
+		d.starts = blockStarts(d.docs, d.block)
 	}
 	if kept == len(prev.docs) {
 		// Every posting of prev came along: its largest values did too.
@@ -270,8 +268,7 @@ func unchanged(prev *decoded, old, cur []span, moves []move, parts []*decoded) b
 			continue
 		}
 		o := old[mv.old]
-		lo := sort.Search(len(prev.docs), func(j int) bool { return prev.docs[j] >= o.from })
-		hi := lo + sort.Search(len(prev.docs)-lo, func(j int) bool { return prev.docs[lo+j]-o.from >= o.count })
+		lo, hi := o.within(prev.docs)
 		if hi > lo && cur[i].from != o.from {
 			return false
 		}

@@ -146,15 +146,29 @@ func union(a, b *decoded) *decoded {
 			i++
 			j++
 		}
-		for uint64(len(u.starts))*uint64(u.block) <= uint64(doc) {
-			u.starts = append(u.starts, int32(len(u.docs)))
-		}
 		u.docs = append(u.docs, doc)
 		u.s = append(u.s, x)
 		u.s2 = append(u.s2, y)
 	}
-	u.starts = append(u.starts, int32(len(u.docs)))
+	u.starts = blockStarts(u.docs, u.block)
 	return u
+}
+
+// blockStarts is starts of a list of docs (see decoded): per block of
+// block doc numbers up to the last doc's, the position of its first doc at
+// or past the block's start, then the list's length.
+func blockStarts(docs []uint32, block uint32) []int32 {
+	blocks := 0
+	if len(docs) > 0 {
+		blocks = int(docs[len(docs)-1]/block) + 1
+	}
+	starts := make([]int32, blocks+1)
+	for k := 1; k < blocks; k++ {
+		from := uint32(k) * block
+		starts[k] = int32(sort.Search(len(docs), func(j int) bool { return docs[j] >= from }))
+	}
+	starts[blocks] = int32(len(docs))
+	return starts
 }
 
 // postingCache holds the decoded leaves of one snapshot, starting afresh
@@ -441,14 +455,11 @@ func decode(ctx context.Context, r bleveindex.IndexReader, term string, field st
 		if bleve {
 			s = docScore(idf, next.Freq, next.Norm, avg)
 		}
-		for uint64(len(d.starts))*uint64(block) <= num {
-			d.starts = append(d.starts, int32(len(d.docs)))
-		}
 		d.docs = append(d.docs, uint32(num))
 		d.s = append(d.s, s)
 		d.best = max(d.best, s)
 	}
-	d.starts = append(d.starts, int32(len(d.docs)))
+	d.starts = blockStarts(d.docs, d.block)
 	return d, nil
 }
 
