@@ -358,6 +358,9 @@ func (db *DB) PutPrivateEntries(owner string, entries []Entry, now time.Time) ([
 			}
 			out = append(out, e)
 		}
+		if len(out) > 0 {
+			return bumpEntriesVersion(eb)
+		}
 		return nil
 	})
 	if err != nil {
@@ -449,6 +452,11 @@ func deletePrivateTx(tx *bolt.Tx, owner string, ids []string) ([]Entry, error) {
 			return nil, err
 		}
 		out = append(out, e)
+	}
+	if len(out) > 0 {
+		if err := bumpEntriesVersion(eb); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

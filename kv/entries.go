@@ -151,6 +151,27 @@ func (db *DB) ForEachEntry(fn func(Entry) error) error {
 	})
 }
 
+// EntriesVersion returns a number that moves whenever a stored entry is
+// added, removed, or changes its body or owner (a re-ingest that changes
+// nothing leaves it), so a view derived from every entry can be kept until
+// it moves. Entries read after it was read hold at least what was stored
+// then. It is the entries bucket's sequence, so it survives restarts.
+func (db *DB) EntriesVersion() (uint64, error) {
+	var v uint64
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		v = tx.Bucket(bucketEntries).Sequence()
+		return nil
+	})
+	return v, err
+}
+
+// bumpEntriesVersion moves EntriesVersion in a transaction that changed
+// entries.
+func bumpEntriesVersion(eb *bolt.Bucket) error {
+	_, err := eb.NextSequence()
+	return err
+}
+
 // EntriesBySource returns every entry currently attributed to source, in
 // identifier order.
 func (db *DB) EntriesBySource(source string) ([]Entry, error) {
@@ -359,6 +380,9 @@ func (db *DB) ReplaceSource(source string, entries []Entry, now time.Time) ([]Ch
 			if err := emit(ChangeRemoved, id); err != nil {
 				return err
 			}
+		}
+		if len(changes) > 0 {
+			return bumpEntriesVersion(eb)
 		}
 		return nil
 	})

@@ -384,3 +384,51 @@ func TestHasEntries(t *testing.T) {
 		t.Fatalf("after the source emptied: HasEntries = %v, %v", any, err)
 	}
 }
+
+// TestEntriesVersion: the version moves when an entry is added, changed or
+// removed, public or private, and only then; it survives a reopen.
+func TestEntriesVersion(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	const mcp = "application/mcp-server-card+json"
+	a, b := "urn:air:a.test:one", "urn:air:a.test:two"
+	last := uint64(0)
+	step := func(name string, moves bool, write func() error) {
+		t.Helper()
+		if err := write(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		v, err := db.EntriesVersion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if moved := v != last; moved != moves {
+			t.Errorf("%s: version %d → %d, want moved=%v", name, last, v, moves)
+		}
+		last = v
+	}
+	now := time.Unix(100, 0)
+	replace := func(es ...kv.Entry) func() error {
+		return func() error { _, err := db.ReplaceSource("f.json", es, now); return err }
+	}
+	step("add", true, replace(entry(a, mcp, ""), entry(b, mcp, "")))
+	step("the same again", false, replace(entry(a, mcp, ""), entry(b, mcp, "")))
+	step("change one", true, replace(entry(a, mcp, `,"description":"new"`), entry(b, mcp, "")))
+	step("remove one", true, replace(entry(a, mcp, `,"description":"new"`)))
+	step("another source, nothing stored", false, func() error { _, err := db.ReplaceSource("g.json", nil, now); return err })
+	priv := entry("urn:air:p.test:secret", mcp, "")
+	step("private put", true, func() error { _, err := db.PutPrivateEntries("acct", []kv.Entry{priv}, now); return err })
+	step("private delete of nothing", false, func() error { _, err := db.DeletePrivateEntries("acct", []string{"urn:air:p.test:none"}); return err })
+	step("private delete", true, func() error { _, err := db.DeletePrivateEntries("acct", nil); return err })
+
+	db.Close()
+	if db, err = kv.Open(dir, kv.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	step("reopen", false, func() error { return nil })
+	step("add after reopen", true, replace(entry(a, mcp, `,"description":"new"`), entry(b, mcp, "")))
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,10 +39,12 @@ func v2Terms(amount string) string {
 type payMerchant struct {
 	v2Amount atomic.Value // string
 	hits     atomic.Int64
+	paths    sync.Map // path -> true once asked
 }
 
 func (m *payMerchant) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.hits.Add(1)
+	m.paths.Store(r.URL.Path, true)
 	if r.Header.Get("X-PAYMENT") != "" || r.Header.Get("PAYMENT-SIGNATURE") != "" {
 		http.Error(w, "the probe must never pay", http.StatusBadRequest)
 		return
@@ -226,6 +229,57 @@ func TestIngestKeepsProbedTerms(t *testing.T) {
 	if got := f.payIDs(t, `{"pay:verified":"live"}`); !slices.Equal(got, live) {
 		t.Errorf("live after a decorated ingest: %v", got)
 	}
+}
+
+// TestProbeTargetsReadAfterEntriesChange: the probe targets are read from
+// every entry (seconds of CPU at 100k entries) only after entries changed:
+// not after the reconciliation's own writes to the index, nor after a
+// re-ingest that changes nothing; and an entry published since is probed.
+func TestProbeTargetsReadAfterEntriesChange(t *testing.T) {
+	f, m, clock := newPayFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	round := func() {
+		clock.Add(time.Minute)
+		f.svc.ProbeRound(ctx)
+	}
+	reads := func(step string, want int) {
+		t.Helper()
+		if got := registry.ProbeTargetReads(f.svc); got != want {
+			t.Errorf("%s: targets read %d times, want %d", step, got, want)
+		}
+	}
+	round()
+	reads("first round", 1)
+	if got := f.payIDs(t, `{"pay:verified":"live"}`); len(got) == 0 {
+		t.Fatal("no entry marked live: the reconciliation wrote nothing to the index, so this test proves nothing")
+	}
+	round()
+	if err := f.svc.ReconcilePay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reads("after the reconciliation's own index writes", 1)
+
+	path := filepath.Join(t.TempDir(), "more.json")
+	manifest := `{"specVersion":"1.0","host":{"displayName":"Merchant"},"entries":[` +
+		`{"identifier":"urn:air:merchant.test:quote-new","displayName":"New quote","type":"application/json","url":"https://merchant.test/new","description":"Stock quote, new."}]}`
+	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := &ingest.Ingester{DB: f.db, Index: f.ix, Decorate: f.svc.DecorateDoc}
+	if rep, err := in.Ingest(ctx, path); err != nil || len(rep.Sources[0].Rejected) > 0 {
+		t.Fatalf("ingest: %v %+v", err, rep)
+	}
+	round()
+	reads("after a new entry", 2)
+	if _, ok := m.paths.Load("/new"); !ok {
+		t.Error("the new entry's endpoint was not probed")
+	}
+	if _, err := in.Ingest(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	round()
+	reads("after a re-ingest that changes nothing", 2)
 }
 
 func mustRead(t *testing.T, path string) []byte {

@@ -119,12 +119,15 @@ type prober struct {
 	validators sync.Map // url -> validator
 	running    atomic.Bool
 
-	// targets are the last probeTargets answer and the index generation
+	// targets are the last probeTargets answer and kv's entries version
 	// it was read at: a refresh re-reads every entry from kv, which at
-	// 100k entries is seconds of CPU, so it is done only after a write.
-	targetsMu  sync.Mutex
-	targetsGen uint64
-	targets    []probe.Target
+	// 100k entries is seconds of CPU, so it is done only after entries
+	// changed (not after the index's own writes, such as the payment
+	// reconciliation's marks). targetReads counts the re-reads, for tests.
+	targetsMu   sync.Mutex
+	targetsAt   uint64
+	targets     []probe.Target
+	targetReads int
 	// payClaims are the x402 terms each paid entry states, by identifier,
 	// read with targets: what a 402 must show for pay:verified.
 	payClaims map[string]payClaim
@@ -295,18 +298,21 @@ func (s *Service) probeTargets() ([]probe.Target, error) {
 	p := s.prober
 	p.targetsMu.Lock()
 	defer p.targetsMu.Unlock()
-	// Ingestion writes kv before the index, so an entry change always
-	// moves the generation on after it is readable here: a list read at
-	// generation g holds at least what kv held when g was current.
-	gen, _ := s.ix.Generation()
-	if p.targets != nil && gen == p.targetsGen {
+	// A list read after version v was read holds at least what kv held
+	// at v.
+	v, err := s.db.EntriesVersion()
+	if err != nil {
+		return nil, err
+	}
+	if p.targets != nil && v == p.targetsAt {
 		return p.targets, nil
 	}
 	out, err := s.readProbeTargets()
 	if err != nil {
 		return nil, err
 	}
-	p.targets, p.targetsGen = out, gen
+	p.targets, p.targetsAt = out, v
+	p.targetReads++
 	return out, nil
 }
 
