@@ -3,8 +3,11 @@ package index
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	bleveindex "github.com/blevesearch/bleve_index_api"
 )
@@ -198,20 +201,8 @@ func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, 
 		depth[i] = max(n, partDepth)
 	}
 	for {
-		for i := range parts {
-			if lists[i] != nil {
-				continue
-			}
-			pm := m
-			pm.text = &parts[i]
-			h, _, err := ix.rankText(ctx, r, pm, depth[i], false, c)
-			if err != nil {
-				return nil, err
-			}
-			if h, err = ix.rescorePairs(ctx, r, &parts[i], h); err != nil {
-				return nil, err
-			}
-			lists[i] = h
+		if err := ix.rankParts(ctx, r, m, parts, lists, depth, c); err != nil {
+			return nil, err
 		}
 		out := merge(whole, lists, best, n)
 		nth := 0.0
@@ -233,6 +224,58 @@ func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, 
 			return out, nil
 		}
 	}
+}
+
+// rankParts ranks each part whose list is nil, depth[i] deep above c, and
+// re-scores its hits by its word pairs. While cores are idle (see
+// rangesWanted) the parts are ranked at once, each on its own goroutine:
+// a part's ranking then splits over fewer ranges, and two parts on two
+// cores cost a lone request less than each split over both in turn. The
+// lists are the same either way.
+func (ix *Index) rankParts(ctx context.Context, r bleveindex.IndexReader, m matched, parts []textPlan, lists [][]Hit, depth []int, c cut) error {
+	rank := func(i int) error {
+		pm := m
+		pm.text = &parts[i]
+		h, _, err := ix.rankText(ctx, r, pm, depth[i], false, c)
+		if err != nil {
+			return err
+		}
+		if h, err = ix.rescorePairs(ctx, r, &parts[i], h); err != nil {
+			return err
+		}
+		lists[i] = h
+		return nil
+	}
+	var todo []int
+	for i := range parts {
+		if lists[i] == nil {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) < 2 || ix.rangesWanted() < 2 {
+		for _, i := range todo {
+			if err := rank(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for _, i := range todo {
+		wg.Go(func() {
+			// A panic here would end the process, past the server's
+			// recovery: it fails this search instead.
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("index: search: ranking a part: %v", p)
+				}
+			}()
+			errs[i] = rank(i)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // partDepth is how deep a part is ranked at first (see fuse).

@@ -69,6 +69,17 @@ func TestFusedPagesAgree(t *testing.T) {
 				t.Fatalf("%q size %d:\n%+v\nthe first of every match:\n%+v", text, size, page.Hits, want)
 			}
 		}
+		// With cores to spare (split 3) the parts are ranked at once; with
+		// none (split 1) one after the other, unsplit: the same page.
+		ix.split = 1
+		lone, err := ix.search(t.Context(), SearchRequest{Text: text, Size: 10}, 0, 10)
+		ix.split = 3
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := deep.Hits[:min(10, len(deep.Hits))]; !slices.EqualFunc(lone.Hits, want, func(a, b Hit) bool { return a.ID == b.ID && a.Raw == b.Raw }) {
+			t.Fatalf("%q: parts ranked in turn:\n%+v\nat once:\n%+v", text, lone.Hits, want)
+		}
 		r, gen, err := ix.snapshot()
 		if err != nil {
 			t.Fatal(err)
