@@ -129,20 +129,7 @@ func (c *postingCache) carried(snap string, r bleveindex.IndexReader, k leafKey,
 	if c.snap != snap {
 		c.reset(snap)
 	}
-	// The segments' objects must be the reader's own: Bleve persists a
-	// segment under the same ID, so a reader of the same snapshot key may
-	// hold the other copy, which is closed once its last reader ends.
-	if c.spans == nil || !sameSegments(c.spans, is) {
-		c.spans, c.moves = spansOf(is), nil
-		// What the lists keep of them: not the segments, which an
-		// in-memory segment's bytes would stay behind.
-		c.spansKept = make([]span, len(c.spans))
-		for i, sp := range c.spans {
-			sp.seg = nil
-			c.spansKept[i] = sp
-		}
-	}
-	cur, kept := c.spans, c.spansKept
+	cur, kept := c.curSpans(is)
 	prev := c.prev[k]
 	if prev == nil || prev.avg != src.avg || len(prev.spans) == 0 || cur == nil {
 		c.mu.Unlock()
@@ -150,15 +137,7 @@ func (c *postingCache) carried(snap string, r bleveindex.IndexReader, k leafKey,
 	}
 	delete(c.prev, k) // this snapshot's cache holds it from now on
 	c.prevBytes -= prev.bytes()
-	first := &prev.spans[0]
-	moves, ok := c.moves[first]
-	if !ok {
-		moves = planMoves(prev.spans, cur)
-		if c.moves == nil {
-			c.moves = make(map[*span][]move)
-		}
-		c.moves[first] = moves
-	}
+	moves := c.movesFrom(prev.spans, cur)
 	c.carries++
 	c.mu.Unlock()
 	d, err := carry(prev, prev.spans, cur, moves, src.part)

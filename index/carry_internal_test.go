@@ -150,6 +150,11 @@ func TestCarriedListsMatchDecoded(t *testing.T) {
 				t.Fatalf("round %d: list %v: carried %+v, decoded %+v", round, k, got, want)
 			}
 		}
+		for term, want := range fc.counted {
+			if got := cc.counted[term]; got == nil || !slices.Equal(got.sum(), want.sum()) || !slices.Equal(got.per, want.per) {
+				t.Fatalf("round %d: counts of %q: carried %+v, counted afresh %+v", round, term, got, want)
+			}
+		}
 		if !reflect.DeepEqual(carried, fresh) {
 			t.Fatalf("round %d: searches with carried lists rank differently from fresh ones:\n%v\n%v", round, carried, fresh)
 		}
@@ -157,7 +162,13 @@ func TestCarriedListsMatchDecoded(t *testing.T) {
 	if carries < 100 {
 		t.Fatalf("%d lists carried over in 16 writes: the carrying is not exercised", carries)
 	}
-	t.Logf("%d lists carried over", carries)
+	// Terms counted from the snapshot before, some over docs deleted since
+	// (updates, deletions) looked up in the term's list.
+	if ix.postings.countsCarried < 100 || ix.postings.countsListed < 20 {
+		t.Fatalf("%d terms' counts carried over, %d segments' lost docs looked up in lists: not exercised",
+			ix.postings.countsCarried, ix.postings.countsListed)
+	}
+	t.Logf("%d lists carried over, %d terms' counts (%d segments through lists)", carries, ix.postings.countsCarried, ix.postings.countsListed)
 }
 
 // sameList reports whether two lists hold the same postings and values,
@@ -278,5 +289,46 @@ func TestCarryWhileWriting(t *testing.T) {
 		if len(res.Hits) != 1 || res.Hits[0].ID != docOf(i).ID {
 			t.Fatalf("doc %d written, its own word finds %v", i, res.Hits)
 		}
+	}
+}
+
+// TestCountsDropHeld: a segment's counts lose the docs deleted since that
+// hold the term, as the term's list of the same snapshot says, per field;
+// a list of another snapshot is not used.
+func TestCountsDropHeld(t *testing.T) {
+	o := span{id: 2, from: 10, count: 6}
+	union := &decoded{docs: []uint32{3, 11, 12, 14}, s: []float64{1, 0.5, 0, 2}, s2: []float64{0, 1, 3, 0.25}}
+	name := &decoded{docs: []uint32{11, 14}, s: []float64{1, 1}}
+	cases := []struct {
+		name    string
+		was     []uint32
+		list    *decoded
+		field   int
+		dropped []uint32 // segment-local
+		want    []uint32 // nil: cannot tell
+	}{
+		{"nothing dropped, no list", []uint32{2, 3}, nil, 0, nil, []uint32{2, 3}},
+		{"dropped, no list", []uint32{2, 3}, nil, 0, []uint32{1}, nil},
+		{"union: a doc in both fields", []uint32{2, 3}, union, bothFields, []uint32{1}, []uint32{1, 2}},
+		{"union: a doc in the second field only", []uint32{2, 3}, union, bothFields, []uint32{2}, []uint32{2, 2}},
+		{"union: docs without the term", []uint32{2, 3}, union, bothFields, []uint32{0, 3, 5}, []uint32{2, 3}},
+		{"union: not what the counts said", []uint32{0, 3}, union, bothFields, []uint32{1}, nil},
+		{"one field's list", []uint32{2, 0}, name, 0, []uint32{1, 4}, []uint32{0, 0}},
+		{"a doc of another segment's number", []uint32{2, 3}, union, bothFields, []uint32{6}, []uint32{2, 3}},
+	}
+	for _, c := range cases {
+		got, ok := dropHeld(c.was, c.list, c.field, o, c.dropped)
+		if ok != (c.want != nil) || (ok && !slices.Equal(got, c.want)) {
+			t.Errorf("%s: %v %v, want %v", c.name, got, ok, c.want)
+		}
+	}
+	a := []span{{id: 1, count: 4}}
+	b := []span{{id: 1, count: 4}} // the same segment, another snapshot's spans
+	c := &postingCache{prev: map[leafKey]*decoded{{"x", bothFields}: {docs: []uint32{1}, s: []float64{1}, s2: []float64{0}, spans: a}}}
+	if d, _ := c.listIn("x", b); d != nil {
+		t.Error("a list of another snapshot was used")
+	}
+	if d, f := c.listIn("x", a); d == nil || f != bothFields {
+		t.Errorf("the list of the snapshot: %v %d", d, f)
 	}
 }

@@ -329,17 +329,15 @@ func (ix *Index) textQuery(ctx context.Context, r bleveindex.IndexReader, gen ui
 			qt = queryTerm{term: t}
 			// A word in no dictionary (a typo, a word never indexed) is
 			// cached too: requests repeat such words as much as others.
-			if p.snap == "" || !ix.postings.absent(p.snap, r, t) {
-				for fi := range textFields {
-					n, err := ix.postings.count(ctx, p.snap, r, t, fi)
-					if err != nil {
-						return textPlan{}, err
-					}
-					if n > 0 {
-						qt.fields = append(qt.fields, fi)
-						qt.df = append(qt.df, n)
-						qt.maxDF = max(qt.maxDF, n)
-					}
+			counts, err := ix.postings.counts(ctx, p.snap, r, t)
+			if err != nil {
+				return textPlan{}, err
+			}
+			for fi, n := range counts {
+				if n > 0 {
+					qt.fields = append(qt.fields, fi)
+					qt.df = append(qt.df, n)
+					qt.maxDF = max(qt.maxDF, n)
 				}
 			}
 			if p.cache && len(qt.term) <= maxCachedTermBytes {
