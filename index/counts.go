@@ -225,7 +225,7 @@ func (c *postingCache) movesFrom(old, cur []span) []move {
 // earlier snapshots left, and its field (bothFields for a union); nil if
 // there is none. c.mu is held.
 func (c *postingCache) listIn(term string, spans []span) (*decoded, int) {
-	for _, f := range []int{bothFields, 0, 1} {
+	for f := bothFields; f < len(textFields); f++ { // the union, then each field's
 		if d := c.prev[leafKey{term, f}]; d != nil && len(d.spans) > 0 && &d.spans[0] == &spans[0] && (f != bothFields || d.s2 != nil) {
 			return d, f
 		}
