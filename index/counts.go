@@ -33,7 +33,7 @@ type termCounts struct {
 
 // maxCountedTerms bounds the terms whose counts a cache keeps per
 // snapshot and from earlier ones (each some bytes per segment).
-const maxCountedTerms = 1 << 16
+const maxCountedTerms = 1 << 15
 
 // sum is the counts over every segment, per text field.
 func (tc *termCounts) sum() []uint64 {
