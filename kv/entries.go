@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -151,22 +152,28 @@ func (db *DB) ForEachEntry(fn func(Entry) error) error {
 	})
 }
 
-// EntriesVersion returns a number that moves whenever a stored entry is
-// added, removed, or changes its body or owner (a re-ingest that changes
-// nothing leaves it), so a view derived from every entry can be kept until
-// it moves. Entries read after it was read hold at least what was stored
-// then. It is the entries bucket's sequence, so it survives restarts.
-func (db *DB) EntriesVersion() (uint64, error) {
-	var v uint64
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		v = tx.Bucket(bucketEntries).Sequence()
+// EntriesState returns the entries version, a number that moves whenever
+// a stored entry is added, removed, or changes its body or owner (a
+// re-ingest that changes nothing leaves it; it is the entries bucket's
+// sequence, so it survives restarts), and the change feed's last sequence
+// number, read at one moment: entries read after it hold at least what
+// was stored then, and every public entry stored since is named by a
+// change after seq (ReplaceSource stores an entry with its event; private
+// entries have none). A view derived from every entry can be kept while
+// the version stands, and brought up to date from the feed.
+func (db *DB) EntriesState() (version, seq uint64, err error) {
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		version = tx.Bucket(bucketEntries).Sequence()
+		if k, _ := tx.Bucket(bucketChanges).Cursor().Last(); k != nil {
+			seq = binary.BigEndian.Uint64(k)
+		}
 		return nil
 	})
-	return v, err
+	return version, seq, err
 }
 
-// bumpEntriesVersion moves EntriesVersion in a transaction that changed
-// entries.
+// bumpEntriesVersion moves the entries version (EntriesState) in a
+// transaction that changed entries.
 func bumpEntriesVersion(eb *bolt.Bucket) error {
 	_, err := eb.NextSequence()
 	return err

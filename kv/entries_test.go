@@ -385,9 +385,10 @@ func TestHasEntries(t *testing.T) {
 	}
 }
 
-// TestEntriesVersion: the version moves when an entry is added, changed or
-// removed, public or private, and only then; it survives a reopen.
-func TestEntriesVersion(t *testing.T) {
+// TestEntriesState: the version moves when an entry is added, changed or
+// removed, public or private, and only then; the change feed's sequence
+// moves with the public ones; both survive a reopen.
+func TestEntriesState(t *testing.T) {
 	dir := t.TempDir()
 	db, err := kv.Open(dir, kv.Options{})
 	if err != nil {
@@ -396,39 +397,42 @@ func TestEntriesVersion(t *testing.T) {
 	defer func() { db.Close() }()
 	const mcp = "application/mcp-server-card+json"
 	a, b := "urn:air:a.test:one", "urn:air:a.test:two"
-	last := uint64(0)
-	step := func(name string, moves bool, write func() error) {
+	var lastV, lastSeq uint64
+	step := func(name string, moves, feed bool, write func() error) {
 		t.Helper()
 		if err := write(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		v, err := db.EntriesVersion()
+		v, seq, err := db.EntriesState()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if moved := v != last; moved != moves {
-			t.Errorf("%s: version %d → %d, want moved=%v", name, last, v, moves)
+		if moved := v != lastV; moved != moves {
+			t.Errorf("%s: version %d → %d, want moved=%v", name, lastV, v, moves)
 		}
-		last = v
+		if moved := seq != lastSeq; moved != feed {
+			t.Errorf("%s: change sequence %d → %d, want moved=%v", name, lastSeq, seq, feed)
+		}
+		lastV, lastSeq = v, seq
 	}
 	now := time.Unix(100, 0)
 	replace := func(es ...kv.Entry) func() error {
 		return func() error { _, err := db.ReplaceSource("f.json", es, now); return err }
 	}
-	step("add", true, replace(entry(a, mcp, ""), entry(b, mcp, "")))
-	step("the same again", false, replace(entry(a, mcp, ""), entry(b, mcp, "")))
-	step("change one", true, replace(entry(a, mcp, `,"description":"new"`), entry(b, mcp, "")))
-	step("remove one", true, replace(entry(a, mcp, `,"description":"new"`)))
-	step("another source, nothing stored", false, func() error { _, err := db.ReplaceSource("g.json", nil, now); return err })
+	step("add", true, true, replace(entry(a, mcp, ""), entry(b, mcp, "")))
+	step("the same again", false, false, replace(entry(a, mcp, ""), entry(b, mcp, "")))
+	step("change one", true, true, replace(entry(a, mcp, `,"description":"new"`), entry(b, mcp, "")))
+	step("remove one", true, true, replace(entry(a, mcp, `,"description":"new"`)))
+	step("another source, nothing stored", false, false, func() error { _, err := db.ReplaceSource("g.json", nil, now); return err })
 	priv := entry("urn:air:p.test:secret", mcp, "")
-	step("private put", true, func() error { _, err := db.PutPrivateEntries("acct", []kv.Entry{priv}, now); return err })
-	step("private delete of nothing", false, func() error { _, err := db.DeletePrivateEntries("acct", []string{"urn:air:p.test:none"}); return err })
-	step("private delete", true, func() error { _, err := db.DeletePrivateEntries("acct", nil); return err })
+	step("private put", true, false, func() error { _, err := db.PutPrivateEntries("acct", []kv.Entry{priv}, now); return err })
+	step("private delete of nothing", false, false, func() error { _, err := db.DeletePrivateEntries("acct", []string{"urn:air:p.test:none"}); return err })
+	step("private delete", true, false, func() error { _, err := db.DeletePrivateEntries("acct", nil); return err })
 
 	db.Close()
 	if db, err = kv.Open(dir, kv.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	step("reopen", false, func() error { return nil })
-	step("add after reopen", true, replace(entry(a, mcp, `,"description":"new"`), entry(b, mcp, "")))
+	step("reopen", false, false, func() error { return nil })
+	step("add after reopen", true, true, replace(entry(a, mcp, `,"description":"new"`), entry(b, mcp, "")))
 }

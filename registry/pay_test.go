@@ -316,3 +316,81 @@ func TestPaymentFiltersFederate(t *testing.T) {
 		t.Errorf("the upstream got pay:network %v", filter["pay:network"])
 	}
 }
+
+// TestProbeTargetsFollowTheChangeFeed: after a publish the probe targets
+// are brought up to date from the entries the change feed names, and
+// agree with a read of every entry (as after a restart): endpoints shared
+// across sources, MCP tools through their server (two of one name), an
+// API's operations, agents, paid and learning entries, changed, removed
+// and added.
+func TestProbeTargetsFollowTheChangeFeed(t *testing.T) {
+	f, _, _ := newPayFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const (
+		srv     = `{"identifier":"urn:air:merchant.test:srv","displayName":"Srv","description":"Quotes over MCP.","type":"application/mcp-server-card+json","url":"https://merchant.test/card.json","metadata":{"mcp.endpoint":"https://merchant.test/mcp"}}`
+		agent   = `{"identifier":"urn:air:merchant.test:agent","displayName":"Agent","description":"An agent.","type":"application/a2a-agent-card+json","url":"https://merchant.test/agent.json"}`
+		agent2  = `{"identifier":"urn:air:merchant.test:agent","displayName":"Agent","description":"An agent.","type":"application/a2a-agent-card+json","url":"https://agents.merchant.test/agent.json"}`
+		shared  = `{"identifier":"urn:air:merchant.test:quote-again","displayName":"Quote again","description":"The v1 quote, listed twice.","type":"application/json","url":"https://merchant.test/v1/quote"}`
+		paidNew = `{"identifier":"urn:air:merchant.test:paid-new","displayName":"Paid","description":"Paid per call.","type":"application/json","url":"https://merchant.test/paid","metadata":{"pay.protocol":"x402","pay.scheme":"exact","pay.network":"base-sepolia","pay.asset":"` + usdcBaseSepolia + `","pay.amount":"5000","pay.payTo":"` + merchantPayTo + `"}}`
+	)
+	tool := func(id, name string) string {
+		return `{"identifier":"urn:air:merchant.test:` + id + `","displayName":"` + id + `","description":"A tool.","type":"application/mcp-tool+json","data":{"server":{"identifier":"urn:air:merchant.test:srv","tool":"` + name + `"}}}`
+	}
+	op := func(id, server string) string {
+		return `{"identifier":"urn:air:merchant.test:` + id + `","displayName":"` + id + `","description":"An operation.","type":"application/openapi-operation+json","data":{"method":"GET","path":"/` + id + `","servers":["` + server + `"]}}`
+	}
+	path := filepath.Join(t.TempDir(), "more.json")
+	in := &ingest.Ingester{DB: f.db, Index: f.ix, Decorate: f.svc.DecorateDoc}
+	publish := func(entries ...string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(`{"specVersion":"1.0","host":{"displayName":"Merchant"},"entries":[`+strings.Join(entries, ",")+`]}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := in.Ingest(ctx, path); err != nil || len(rep.Sources[0].Rejected) > 0 {
+			t.Fatalf("ingest: %v %+v", err, rep)
+		}
+	}
+	last := ""
+	check := func(step string, changes bool) {
+		t.Helper()
+		reads := registry.ProbeTargetReads(f.svc)
+		got, err := registry.ProbeState(f.svc, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := registry.ProbeTargetReads(f.svc) - reads; n != map[bool]int{true: 1, false: 0}[changes] {
+			t.Errorf("%s: targets built %d times", step, n)
+		}
+		want, err := registry.ProbeState(f.svc, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: targets from the change feed:\n%s\nfrom every entry:\n%s", step, got, want)
+		}
+		if (got != last) != changes {
+			t.Errorf("%s: targets changed %v, want %v:\n%s", step, got != last, changes, got)
+		}
+		last = got
+	}
+	check("the fixture's entries", true)
+	publish(srv, tool("tool-a", "quote"), tool("tool-b", "news"), agent, op("op1", "https://api.merchant.test"), op("op2", "https://api.merchant.test"), shared)
+	check("a second source", true)
+	publish(srv, tool("tool-a", "quote"), tool("tool-c", "quote"), agent2, op("op1", "https://api.merchant.test"), op("op2", "https://api2.merchant.test"), shared, paidNew)
+	check("changed, removed and added", true)
+	// Two tools of one name on a server: the later identifier, as a read
+	// in key order leaves it; the removed tool is gone.
+	if !strings.Contains(last, "target mcp https://merchant.test/mcp [urn:air:merchant.test:srv] tools map[quote:urn:air:merchant.test:tool-c]") {
+		t.Errorf("the server's tools:\n%s", last)
+	}
+	publish(srv, tool("tool-a", "quote"), tool("tool-c", "quote"), agent2, op("op1", "https://api.merchant.test"), op("op2", "https://api2.merchant.test"), shared, paidNew)
+	check("the same again", false)
+	publish(tool("tool-a", "quote"), tool("tool-c", "quote"), agent2, op("op1", "https://api.merchant.test"), op("op2", "https://api2.merchant.test"), paidNew)
+	check("the server gone", true)
+	for _, want := range []string{"urn:air:merchant.test:paid-new", "a2a https://agents.merchant.test/agent.json", "api https://api2.merchant.test"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the targets lack %q:\n%s", want, last)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -128,6 +129,13 @@ type prober struct {
 	targetsAt   uint64
 	targets     []probe.Target
 	targetReads int
+	// probes is what each public entry brings to the targets, kept up to
+	// date from the change feed (targetsSeq its last change read), so a
+	// publish costs a read of its entries, not of every entry; groups
+	// are the targets' groups by name.
+	probes     map[string]entryProbe
+	targetsSeq uint64
+	groups     map[string]*probeGroup
 	// payClaims are the x402 terms each paid entry states, by identifier,
 	// read with targets: what a 402 must show for pay:verified.
 	payClaims map[string]payClaim
@@ -287,6 +295,7 @@ func (h *entryHead) endpoint() (ep endpoint, server string, ok bool) {
 // probeGroup is one endpoint and the entries that share it.
 type probeGroup struct {
 	ep      endpoint
+	host    string            // ep's host, lower-case
 	ids     []string          // sorted; ids[0] names the endpoint in events
 	toolIDs map[string]string // MCP: tool name -> tool entry identifier
 }
@@ -298,92 +307,173 @@ func (s *Service) probeTargets() ([]probe.Target, error) {
 	p := s.prober
 	p.targetsMu.Lock()
 	defer p.targetsMu.Unlock()
-	// A list read after version v was read holds at least what kv held
-	// at v.
-	v, err := s.db.EntriesVersion()
+	// What is read after version v and change seq were read holds at
+	// least what kv held then.
+	v, seq, err := s.db.EntriesState()
 	if err != nil {
 		return nil, err
 	}
 	if p.targets != nil && v == p.targetsAt {
 		return p.targets, nil
 	}
-	out, err := s.readProbeTargets()
+	if p.probes == nil {
+		p.probes, err = s.readEntryProbes()
+	} else {
+		seq, err = s.updateEntryProbes(p.probes, p.targetsSeq)
+	}
 	if err != nil {
+		p.probes = nil
 		return nil, err
 	}
-	p.targets, p.targetsAt = out, v
+	p.targets, p.groups, p.payClaims, p.payLearn = s.buildTargets(p.probes)
+	p.targetsAt, p.targetsSeq = v, seq
 	p.targetReads++
-	return out, nil
+	return p.targets, nil
 }
 
-// readProbeTargets reads the targets of probeTargets from kv.
-func (s *Service) readProbeTargets() ([]probe.Target, error) {
-	groups := map[string]*probeGroup{}
-	claims := map[string]payClaim{}
-	learn := map[string]string{}
-	serverOf := map[string]*probeGroup{} // MCP server id -> group
-	type toolRef struct{ server, name, id string }
-	var tools []toolRef
+// entryProbe is what one public entry brings to the probe targets.
+type entryProbe struct {
+	ep     endpoint // the endpoint it is probed at, when probed
+	host   string   // ep's host, lower-case
+	probed bool
+	server string    // an MCP tool's server, which it is probed through
+	tool   string    // and its name there
+	claim  *payClaim // the x402 terms it states, checked at ep
+	learn  bool      // probed as a plain URL: a 402 there teaches it terms
+}
+
+// entryProbeOf is e's entryProbe; ok is false for an entry that brings
+// nothing (private, or a body that is not a JSON object).
+func entryProbeOf(e kv.Entry) (ep entryProbe, ok bool) {
+	if e.Owner != "" {
+		return ep, false // private entries are not reported on
+	}
+	h, ok := headOf(e)
+	if !ok {
+		return ep, false
+	}
+	ep.ep, ep.server, ep.probed = h.endpoint()
+	if pe, claim, paid := h.payEndpoint(ep.ep, ep.probed); paid {
+		ep.ep, ep.probed = pe, true
+		claim.target = pe.name()
+		ep.claim = &claim
+	} else if ep.probed && ep.ep.kind == probeKindURL {
+		ep.learn = true
+	}
+	if ep.probed {
+		u, _ := url.Parse(firstOf(ep.ep.url, ep.ep.cardURL))
+		ep.host = strings.ToLower(u.Hostname())
+	}
+	if !ep.probed && ep.server != "" {
+		var d struct {
+			Server struct{ Tool string } `json:"server"`
+		}
+		_ = json.Unmarshal(h.Data, &d)
+		ep.tool = d.Server.Tool
+	}
+	return ep, true
+}
+
+// readEntryProbes reads every entry's entryProbe from kv (seconds of CPU
+// at 100k entries).
+func (s *Service) readEntryProbes() (map[string]entryProbe, error) {
+	out := map[string]entryProbe{}
 	err := s.db.ForEachEntry(func(e kv.Entry) error {
-		if e.Owner != "" {
-			return nil // private entries are not reported on
-		}
-		h, ok := headOf(e)
-		if !ok {
-			return nil
-		}
-		ep, server, ok := h.endpoint()
-		if pe, claim, paid := h.payEndpoint(ep, ok); paid {
-			ep, ok = pe, true
-			claim.target = ep.name()
-			claims[e.ID] = claim
-		} else if ok && ep.kind == probeKindURL {
-			learn[e.ID] = ep.name()
-		}
-		if !ok {
-			if server != "" {
-				var d struct {
-					Server struct{ Tool string } `json:"server"`
-				}
-				_ = json.Unmarshal(h.Data, &d)
-				tools = append(tools, toolRef{server: server, name: d.Server.Tool, id: e.ID})
-			}
-			return nil
-		}
-		g := groups[ep.name()]
-		if g == nil {
-			g = &probeGroup{ep: ep}
-			groups[ep.name()] = g
-		}
-		g.ids = append(g.ids, e.ID)
-		if ep.kind == probeKindMCP {
-			serverOf[e.ID] = g
+		if ep, ok := entryProbeOf(e); ok {
+			out[e.ID] = ep
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	return out, err
+}
+
+// updateEntryProbes brings probes, read up to change after, up to date
+// with the entries the change feed names since, and returns the last
+// change it read: an entry is stored with its change event, so only those
+// entries are read again.
+func (s *Service) updateEntryProbes(probes map[string]entryProbe, after uint64) (uint64, error) {
+	changed := map[string]bool{}
+	last := after
+	err := s.db.ScanChanges(after, func(c kv.Change) bool {
+		switch c.Kind {
+		case kv.ChangeAdded, kv.ChangeChanged, kv.ChangeRemoved:
+			changed[c.ID] = true
+		}
+		last = c.Seq
+		return true
+	})
+	if err != nil || len(changed) == 0 {
+		return last, err
 	}
-	for _, t := range tools {
-		if g := serverOf[t.server]; g != nil && t.name != "" {
+	entries, err := s.db.GetEntries(slices.Collect(maps.Keys(changed)))
+	if err != nil {
+		return after, err
+	}
+	for id := range changed {
+		delete(probes, id)
+		if e, ok := entries[id]; ok {
+			if ep, ok := entryProbeOf(e); ok {
+				probes[id] = ep
+			}
+		}
+	}
+	return last, nil
+}
+
+// buildTargets groups the entries' probes by endpoint: the targets, the
+// groups by target name, and the x402 terms each paid entry states and
+// the entries that may learn terms, by identifier.
+func (s *Service) buildTargets(probes map[string]entryProbe) ([]probe.Target, map[string]*probeGroup, map[string]payClaim, map[string]string) {
+	groups := make(map[string]*probeGroup, len(probes))
+	claims := map[string]payClaim{}
+	learn := map[string]string{}
+	for id, ep := range probes {
+		if !ep.probed {
+			continue
+		}
+		name := ep.ep.name()
+		if ep.claim != nil {
+			claims[id] = *ep.claim
+		} else if ep.learn {
+			learn[id] = name
+		}
+		g := groups[name]
+		if g == nil {
+			g = &probeGroup{ep: ep.ep, host: ep.host}
+			groups[name] = g
+		}
+		g.ids = append(g.ids, id)
+	}
+	serverOf := map[string]*probeGroup{} // MCP server id -> group
+	for _, g := range groups {
+		if g.ep.kind == probeKindMCP {
+			for _, id := range g.ids {
+				serverOf[id] = g
+			}
+		}
+	}
+	for id, ep := range probes {
+		if g := serverOf[ep.server]; g != nil && !ep.probed && ep.tool != "" {
 			if g.toolIDs == nil {
 				g.toolIDs = map[string]string{}
 			}
-			g.toolIDs[t.name] = t.id
+			// Two tools of one name: the later identifier, as a read in
+			// key order leaves it.
+			if prev, dup := g.toolIDs[ep.tool]; !dup || id > prev {
+				g.toolIDs[ep.tool] = id
+			}
 		}
 	}
 	out := make([]probe.Target, 0, len(groups))
 	for name, g := range groups {
 		sort.Strings(g.ids)
-		u, _ := url.Parse(firstOf(g.ep.url, g.ep.cardURL))
 		out = append(out, probe.Target{
-			Name: name, Group: g.ep.kind, Path: g.ep.transport, Host: strings.ToLower(u.Hostname()),
+			Name: name, Group: g.ep.kind, Path: g.ep.transport, Host: g.host,
 			Observe: s.observer(g.ep), Events: probeEvents(g),
 		})
 	}
 	slices.SortFunc(out, func(a, b probe.Target) int { return strings.Compare(a.Name, b.Name) })
-	s.prober.payClaims, s.prober.payLearn = claims, learn
-	return out, nil
+	return out, groups, claims, learn
 }
 
 // observer returns the check of an endpoint.
