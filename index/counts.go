@@ -117,7 +117,7 @@ func (c *postingCache) counts(ctx context.Context, snap string, r bleveindex.Ind
 				return nil, err
 			}
 		}
-	case c.absent(snap, r, term):
+	case absentIn(dicts, term, 0, nf):
 		// A word no doc has (a typo, a word never indexed): zero
 		// everywhere, and in these segments for good.
 	default:

@@ -125,6 +125,20 @@ func listKeys(qt *queryTerm, bleve bool) []leafKey {
 	return keys
 }
 
+// unionOf is the union of a term's two text fields' lists, each made by
+// list.
+func unionOf(list func(fi int) (*decoded, error)) (*decoded, error) {
+	var lists [2]*decoded // by field, as a union's s and s2
+	for fi := range lists {
+		d, err := list(fi)
+		if err != nil {
+			return nil, err
+		}
+		lists[fi] = d
+	}
+	return union(lists[0], lists[1]), nil
+}
+
 // union merges a term's lists in the first and second text fields into
 // one list of the docs either holds (see decoded.s2).
 func union(a, b *decoded) *decoded {
@@ -208,16 +222,10 @@ type postingCache struct {
 	countsCarried, countsListed int
 }
 
-// absent reports whether term is in no text field of the snapshot r, whose
-// key is snap; false means it may be. Looking a term up in the
-// dictionaries costs a walk of their automata, where Bleve's term reader,
-// which the statistics need, sets up postings iterators in every segment:
-// for a word no doc has, a typo, most of a query's cost.
-func (c *postingCache) absent(snap string, r bleveindex.IndexReader, term string) bool {
-	return c.absentFrom(snap, r, term, 0, len(textFields))
-}
-
-// absentFrom is absent over the dictionaries of dictFields[from:to].
+// absentFrom reports whether term is in no field of dictFields[from:to]
+// in the snapshot r, whose key is snap; false means it may be. Looking a
+// term up in the dictionaries costs a walk of their automata, where a
+// Bleve term reader sets up postings iterators in every segment.
 func (c *postingCache) absentFrom(snap string, r bleveindex.IndexReader, term string, from, to int) bool {
 	is, ok := r.(*scorch.IndexSnapshot)
 	if !ok {
@@ -227,6 +235,12 @@ func (c *postingCache) absentFrom(snap string, r bleveindex.IndexReader, term st
 	if err != nil {
 		return false
 	}
+	return absentIn(dicts, term, from, to)
+}
+
+// absentIn is absentFrom over dicts, the cache's dictionaries of a
+// snapshot.
+func absentIn(dicts [][]segment.TermDictionary, term string, from, to int) bool {
 	key := []byte(term)
 	// No segments, no dictionaries: nothing holds the term.
 	for fi := from; fi < min(to, len(dicts)); fi++ {

@@ -94,22 +94,15 @@ func (rk *ranker) split(ctx context.Context, ix *Index, r bleveindex.IndexReader
 	var bar sharedBar
 	var wg sync.WaitGroup
 	for i, rg := range ranges {
-		wg.Go(func() {
-			res := &results[i]
-			// A panic here would end the process, past the server's
-			// recovery: it fails this search instead.
-			defer func() {
-				if p := recover(); p != nil {
-					res.err = fmt.Errorf("index: search: ranking a range: %v", p)
-				}
-			}()
+		res := &results[i]
+		spawn(&wg, &res.err, "ranking a range", func() error {
 			g, err := openGates(ctx, r, ix.bleve.Mapping(), m)
 			if err != nil {
-				res.err = err
-				return
+				return err
 			}
 			defer g.close()
-			res.hits, res.total, res.err = rk.run(ctx, &g, n, count, c, rg, &bar)
+			res.hits, res.total, err = rk.run(ctx, &g, n, count, c, rg, &bar)
+			return err
 		})
 	}
 	wg.Wait()
@@ -133,6 +126,20 @@ func (rk *ranker) split(ctx context.Context, ix *Index, r bleveindex.IndexReader
 		return 0
 	})
 	return all[:min(len(all), n)], total, nil
+}
+
+// spawn runs fn on a goroutine of wg and leaves its error in *err. A
+// panic there would end the process, past the server's recovery: it
+// fails the search instead, as an error naming what was running.
+func spawn(wg *sync.WaitGroup, err *error, what string, fn func() error) {
+	wg.Go(func() {
+		defer func() {
+			if p := recover(); p != nil {
+				*err = fmt.Errorf("index: search: %s: %v", what, p)
+			}
+		}()
+		*err = fn()
+	})
 }
 
 // span is one past the largest doc number any of the terms holds.
@@ -363,26 +370,14 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 		if keys[0].field == bothFields {
 			u, err := ix.postings.load(snap, r, keys[0], source{
 				whole: func() (*decoded, error) {
-					var lists [2]*decoded // by field, as qw below
-					for _, fi := range qt.fields {
-						d, err := decode(ctx, r, qt.term, textFields[fi].name, 0, avg[fi], false, rk.block)
-						if err != nil {
-							return nil, err
-						}
-						lists[fi] = d
-					}
-					return union(lists[0], lists[1]), nil
+					return unionOf(func(fi int) (*decoded, error) {
+						return decode(ctx, r, qt.term, textFields[fi].name, 0, avg[fi], false, rk.block)
+					})
 				},
 				part: func(sp span) (*decoded, error) {
-					var lists [2]*decoded
-					for fi := range lists {
-						d, err := decodePart(ctx, sp, qt.term, textFields[fi].name, avg[fi], false, rk.block)
-						if err != nil {
-							return nil, err
-						}
-						lists[fi] = d
-					}
-					return union(lists[0], lists[1]), nil
+					return unionOf(func(fi int) (*decoded, error) {
+						return decodePart(ctx, sp, qt.term, textFields[fi].name, avg[fi], false, rk.block)
+					})
 				},
 				avg: [2]float64{avg[0], avg[1]},
 			})

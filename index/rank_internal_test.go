@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 )
 
@@ -348,7 +349,8 @@ func TestRankTextTies(t *testing.T) {
 // TestAbsentTerms checks the dictionary look-up that lets a search skip
 // the statistics of words no doc has: never absent for a word some doc
 // has in a text field, across segments, deletions and merges, and absent
-// for words none has.
+// for words none has; and that the statistics' counts are Bleve's term
+// readers' counts.
 func TestAbsentTerms(t *testing.T) {
 	ix, _, err := OpenWith(filepath.Join(t.TempDir(), "index"), Options{})
 	if err != nil {
@@ -365,22 +367,34 @@ func TestAbsentTerms(t *testing.T) {
 		}
 		defer r.Close()
 		snap := snapshotKey(r, gen)
-		for _, w := range append(vocab, "doc", "test") {
+		absent := func(w string) bool {
+			dicts, err := ix.postings.dictionaries(snap, r.(*scorch.IndexSnapshot))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return absentIn(dicts, w, 0, len(textFields))
+		}
+		for _, w := range append(vocab, "doc", "test", "nosuchword") {
 			present := false
-			for _, f := range textFields {
+			want := make([]uint64, len(textFields))
+			for fi, f := range textFields {
 				tfr, err := r.TermFieldReader(context.Background(), []byte(w), f.name, false, false, false)
 				if err != nil {
 					t.Fatal(err)
 				}
+				want[fi] = tfr.Count()
 				present = present || tfr.Count() > 0
 				_ = tfr.Close()
 			}
-			if present && ix.postings.absent(snap, r, w) {
+			if present && absent(w) {
 				t.Fatalf("%s: %q is indexed but reported absent", when, w)
+			}
+			if got, err := ix.postings.counts(context.Background(), snap, r, w); err != nil || !slices.Equal(got, want) {
+				t.Fatalf("%s: counts of %q %v (%v), Bleve's term readers %v", when, w, got, err, want)
 			}
 		}
 		for _, w := range []string{"nosuchword", "zq1x", "w4000x"} {
-			if !ix.postings.absent(snap, r, w) {
+			if !absent(w) {
 				t.Fatalf("%s: %q is in no doc but not reported absent", when, w)
 			}
 		}
@@ -392,7 +406,11 @@ func TestAbsentTerms(t *testing.T) {
 	}
 	check("after a write")
 	if r, gen, err := ix.snapshot(); err == nil {
-		if ix.postings.absent(snapshotKey(r, gen), r, "zebra") || ix.postings.absent(snapshotKey(r, gen), r, "quagga") {
+		dicts, err := ix.postings.dictionaries(snapshotKey(r, gen), r.(*scorch.IndexSnapshot))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if absentIn(dicts, "zebra", 0, len(textFields)) || absentIn(dicts, "quagga", 0, len(textFields)) {
 			t.Fatal("a word of the newest segment is reported absent")
 		}
 		r.Close()

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -263,16 +262,7 @@ func (ix *Index) rankParts(ctx context.Context, r bleveindex.IndexReader, m matc
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for _, i := range todo {
-		wg.Go(func() {
-			// A panic here would end the process, past the server's
-			// recovery: it fails this search instead.
-			defer func() {
-				if p := recover(); p != nil {
-					errs[i] = fmt.Errorf("index: search: ranking a part: %v", p)
-				}
-			}()
-			errs[i] = rank(i)
-		})
+		spawn(&wg, &errs[i], "ranking a part", func() error { return rank(i) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

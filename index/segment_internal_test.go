@@ -1,8 +1,10 @@
 package index
 
 import (
+	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -95,5 +97,23 @@ func TestFusedPagesAgree(t *testing.T) {
 	}
 	if split < 50 {
 		t.Fatalf("only %d of 100 requests were compared split into parts", split)
+	}
+}
+
+// TestSpawnTurnsPanicsIntoErrors: a ranking's goroutine that panics fails
+// its search with an error rather than ending the process.
+func TestSpawnTurnsPanicsIntoErrors(t *testing.T) {
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	want := errors.New("plain")
+	spawn(&wg, &errs[0], "ranking a part", func() error { panic("boom") })
+	spawn(&wg, &errs[1], "ranking a range", func() error { return want })
+	spawn(&wg, &errs[2], "ranking a range", func() error { return nil })
+	wg.Wait()
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "ranking a part: boom") {
+		t.Errorf("a panic gave %v", errs[0])
+	}
+	if errs[1] != want || errs[2] != nil {
+		t.Errorf("errors %v %v", errs[1], errs[2])
 	}
 }
