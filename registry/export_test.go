@@ -31,8 +31,9 @@ func ProbeState(s *Service, fresh bool) (string, error) {
 	}
 	p.targetsMu.Lock()
 	defer p.targetsMu.Unlock()
+	_, groups, _, _ := s.buildTargets(p.probes)
 	var lines []string
-	for name, g := range p.groups {
+	for name, g := range groups {
 		lines = append(lines, fmt.Sprintf("target %s %v tools %v", name, g.ids, g.toolIDs))
 	}
 	for id, c := range p.payClaims {

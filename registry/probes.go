@@ -121,21 +121,19 @@ type prober struct {
 	running    atomic.Bool
 
 	// targets are the last probeTargets answer and kv's entries version
-	// it was read at: a refresh re-reads every entry from kv, which at
-	// 100k entries is seconds of CPU, so it is done only after entries
-	// changed (not after the index's own writes, such as the payment
-	// reconciliation's marks). targetReads counts the re-reads, for tests.
+	// it was built at: they are built again only after entries changed
+	// (not after the index's own writes, such as the payment
+	// reconciliation's marks). targetReads counts the builds, for tests.
 	targetsMu   sync.Mutex
 	targetsAt   uint64
 	targets     []probe.Target
 	targetReads int
-	// probes is what each public entry brings to the targets, kept up to
+	// probes is what each public entry brings to the targets: read from
+	// every entry once (seconds of CPU at 100k entries), then kept up to
 	// date from the change feed (targetsSeq its last change read), so a
-	// publish costs a read of its entries, not of every entry; groups
-	// are the targets' groups by name.
+	// publish costs a read of its entries only.
 	probes     map[string]entryProbe
 	targetsSeq uint64
-	groups     map[string]*probeGroup
 	// payClaims are the x402 terms each paid entry states, by identifier,
 	// read with targets: what a 402 must show for pay:verified.
 	payClaims map[string]payClaim
@@ -325,7 +323,7 @@ func (s *Service) probeTargets() ([]probe.Target, error) {
 		p.probes = nil
 		return nil, err
 	}
-	p.targets, p.groups, p.payClaims, p.payLearn = s.buildTargets(p.probes)
+	p.targets, _, p.payClaims, p.payLearn = s.buildTargets(p.probes)
 	p.targetsAt, p.targetsSeq = v, seq
 	p.targetReads++
 	return p.targets, nil
