@@ -218,10 +218,6 @@ func appendBlockPrefix(k []byte, kind byte, domain string, level uint8, block ui
 	return binary.BigEndian.AppendUint32(k, block)
 }
 
-func entryKey(domain string, level uint8, block uint32, id string) []byte {
-	return append(blockPrefix(kindEntry, domain, level, block), id...)
-}
-
 func queryKey(domain string, level uint8, block uint32, text string) []byte {
 	return append(blockPrefix(kindQuery, domain, level, block), text...)
 }
