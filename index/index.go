@@ -156,6 +156,9 @@ type Index struct {
 	results  *gencache.Cache[SearchResult]
 	postings *postingCache
 	chunks   chunkCache // analysed request chunks (chunks.go)
+	// tagTable is the current snapshot's tags (tags.go), under tagMu.
+	tagMu    sync.Mutex
+	tagTable *tagTable
 
 	closeOnce sync.Once
 

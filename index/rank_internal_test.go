@@ -47,7 +47,7 @@ func rankCorpus(t testing.TB, ix *Index, rng *rand.Rand) []string {
 			Publisher:   fmt.Sprintf("p%d.test", i%37),
 			Type:        types[rng.IntN(len(types))],
 		}
-		for range rng.IntN(4) {
+		for range 1 + rng.IntN(3) { // every doc a category: tags.go re-scores
 			d.Tags = append(d.Tags, vocab[zipf.Uint64()])
 		}
 		for range rng.IntN(4) {
@@ -510,7 +510,8 @@ func floorRanking(t *testing.T, ix *Index, text string, n int, floor float64) []
 // formulaRanking is the top size docs for text by the BM25F of rank.go's
 // doc comment, computed doc by doc from Bleve's postings, and how many
 // docs match; with pairs, the first pairDepth re-scored by the word pairs
-// they hold, as pairs.go's doc comment has it.
+// they hold, as pairs.go's doc comment has it, then by their categories
+// (tags.go).
 func formulaRanking(t *testing.T, ix *Index, text string, size int, pairs bool) ([]Hit, uint64) {
 	t.Helper()
 	ctx := context.Background()
@@ -572,7 +573,17 @@ func formulaRanking(t *testing.T, ix *Index, text string, size int, pairs bool) 
 		should, _ := group(xs, p.should)
 		hits = append(hits, Hit{ID: id, Raw: must + should})
 	}
-	order := func(a, b Hit) int { return cmp.Or(cmp.Compare(b.Raw, a.Raw), strings.Compare(a.ID, b.ID)) }
+	// Ties fall in index order, as the ranker's do: where the re-scored
+	// first hits end within a tie decides which of them are re-scored.
+	num := map[string]uint64{}
+	for _, h := range hits {
+		id, err := r.InternalID(h.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		num[h.ID] = id.Value()
+	}
+	order := func(a, b Hit) int { return cmp.Or(cmp.Compare(b.Raw, a.Raw), cmp.Compare(num[a.ID], num[b.ID])) }
 	slices.SortFunc(hits, order)
 	if pairs {
 		freq := map[string]map[string]uint64{} // pair → doc → its frequency in fieldPairs
@@ -595,6 +606,69 @@ func formulaRanking(t *testing.T, ix *Index, text string, size int, pairs bool) 
 				}
 			}
 			top[i].Raw *= 1 + min(bonus, pairMaxBonus)
+		}
+		slices.SortFunc(top, order)
+		// Then by their categories, as tags.go's doc comment has it: each
+		// tag one document of the entries carrying it.
+		tagsOf := map[string][]string{} // doc → its tags
+		members := map[string]float64{} // tag → how many docs carry it
+		dict, err := r.FieldDict(fieldTags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			e, err := dict.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e == nil {
+				break
+			}
+			eachPosting(t, r, e.Term, fieldTags, func(id string, _ *bleveindex.TermFieldDoc) {
+				tagsOf[id] = append(tagsOf[id], e.Term)
+				members[e.Term]++
+			})
+		}
+		dict.Close()
+		assigned := 0.0
+		for _, n := range members {
+			assigned += n
+		}
+		avgMembers := assigned / float64(len(members))
+		scores := map[string]float64{}
+		for _, qt := range p.terms {
+			holders := map[string]bool{}
+			for _, f := range textFields {
+				eachPosting(t, r, qt.term, f.name, func(id string, _ *bleveindex.TermFieldDoc) { holders[id] = true })
+			}
+			count := map[string]float64{} // tag → its docs holding the term
+			for id := range holders {
+				for _, tag := range tagsOf[id] {
+					count[tag]++
+				}
+			}
+			df, nt := float64(len(count)), float64(len(members))
+			w := math.Log(1 + (nt-df+0.5)/(df+0.5))
+			for tag, c := range count {
+				scores[tag] += w * c * 2.2 / (c + 1.2*(0.25+0.75*members[tag]/avgMembers))
+			}
+		}
+		bestTag := 0.0
+		for _, v := range scores {
+			bestTag = max(bestTag, v)
+		}
+		if uint64(len(tagsOf)) != p.docs {
+			bestTag = 0 // a doc without a tag: no category weighs in
+		}
+		top = hits[:min(tagDepth, len(hits))]
+		for i := range top {
+			share := 0.0
+			for _, tag := range tagsOf[top[i].ID] {
+				if bestTag > 0 {
+					share = max(share, scores[tag]/bestTag)
+				}
+			}
+			top[i].Raw *= 1 + tagWeight*share
 		}
 		slices.SortFunc(top, order)
 	}

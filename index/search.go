@@ -133,10 +133,14 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 		return SearchResult{}, m, err
 	}
 	// A request of several sentences: each one's best answers too.
-	if parts := ix.parts(m.text, req.Text); parts != nil {
+	parts := ix.parts(m.text, req.Text)
+	if parts != nil {
 		if hits, err = ix.fuse(ctx, r, m, parts, hits, depth); err != nil {
 			return SearchResult{}, m, err
 		}
+	}
+	if hits, err = ix.rescoreTags(ctx, r, m.text, parts, hits); err != nil {
+		return SearchResult{}, m, err
 	}
 	out := SearchResult{More: len(hits) > window}
 	if req.Count {
