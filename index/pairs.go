@@ -140,16 +140,7 @@ func (ix *Index) rescorePairs(ctx context.Context, r bleveindex.IndexReader, p *
 		}
 	}
 	if moved {
-		// Stable, and ties in index order as everywhere (worse).
-		slices.SortStableFunc(top, func(a, b Hit) int {
-			switch {
-			case worse(hit{doc: b.doc, score: b.Raw}, hit{doc: a.doc, score: a.Raw}):
-				return -1
-			case worse(hit{doc: a.doc, score: a.Raw}, hit{doc: b.doc, score: b.Raw}):
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(top, byRank)
 	}
 	return hits, nil
 }

@@ -302,14 +302,18 @@ func merge(whole []Hit, lists [][]Hit, best float64, n int) []Hit {
 	}
 	// Ties fall in index order, as in every ranking, so that a page is the
 	// same whatever its size.
-	slices.SortFunc(out, func(a, b Hit) int {
-		switch {
-		case a.Raw > b.Raw:
-			return -1
-		case a.Raw < b.Raw:
-			return 1
-		}
-		return cmp.Compare(a.doc, b.doc)
-	})
+	slices.SortFunc(out, byRank)
 	return out[:min(len(out), n)]
+}
+
+// byRank orders hits best first, ties in index order (the order every
+// ranking and re-scoring keeps).
+func byRank(a, b Hit) int {
+	switch {
+	case a.Raw > b.Raw:
+		return -1
+	case a.Raw < b.Raw:
+		return 1
+	}
+	return cmp.Compare(a.doc, b.doc)
 }

@@ -308,16 +308,7 @@ func (ix *Index) rescoreTags(ctx context.Context, r bleveindex.IndexReader, p *t
 		}
 		top[i].Raw *= 1 + tagWeight*s
 	}
-	// Ties fall in index order, as in every ranking.
-	slices.SortStableFunc(top, func(a, b Hit) int {
-		switch {
-		case a.Raw > b.Raw:
-			return -1
-		case a.Raw < b.Raw:
-			return 1
-		}
-		return cmp.Compare(a.doc, b.doc)
-	})
+	slices.SortFunc(top, byRank)
 	return hits, nil
 }
 
