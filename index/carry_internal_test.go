@@ -246,7 +246,7 @@ func TestCarryWhileWriting(t *testing.T) {
 	defer ix.Close()
 	words := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike")
 	docOf := func(i int) Doc {
-		return Doc{ID: fmt.Sprintf("urn:air:w.test:e%d", i), Name: fmt.Sprintf("e%d", i), Publisher: "w.test",
+		return Doc{ID: fmt.Sprintf("urn:air:w.test:e%d", i), Name: fmt.Sprintf("e%d", i), Publisher: "w.test", Tags: []string{words[i%3]}, // every doc tagged: categories weigh in too
 			DisplayName: words[i%len(words)] + " " + words[(i/3)%len(words)], Description: fmt.Sprintf("zz%dzz %s %s", i, words[(i/2)%len(words)], words[(i/5)%len(words)])}
 	}
 	var docs []Doc
