@@ -17,19 +17,25 @@ import (
 // and the entries of one tag share a vocabulary: a request for "songs for
 // the party" shares "song" with some music entries and "party" with some
 // shopping ones, and the music entries as a whole share far more of it.
-// So after a ranking, its first tagDepth hits are re-scored by how well
-// their category answers the request: each tag is taken as one document,
-// the entries carrying it (a word's frequency there is how many of them
-// hold it, its length how many they are), and scored for the request's
-// terms by BM25 over the tags; a hit gains tagWeight × the best hit's
-// score × its best tag's score over the best tag's. This is smoothing a
-// doc's score with its cluster's (cluster-based retrieval), the clusters
-// being the publishers' own categories. It applies only when every one of
-// the first tagDepth hits carries a tag: an entry without one has no
-// category to be weighed by, and lifting its tagged neighbours past it
-// would rank it by what it lacks. Only those hits move, among themselves,
-// and no gain is negative, so they still outscore every hit after them: a
-// page of any size starts the same ranking. Measured in
+// So after a ranking (and the fusion of a request's parts), its first
+// tagDepth hits are re-scored by how well their category answers the
+// request: each tag is taken as one document, the entries carrying it (a
+// word's frequency there is how many of them hold it, its length how many
+// they are), and scored for the request's terms by BM25 over the tags. A
+// tag's share is its score over the best tag's, for the request or, where
+// higher, for one of its parts times partWeight (each intent's category
+// counts, as each intent's answers do); a hit's raw score is multiplied by
+// 1 + tagWeight × its best tag's share. This is smoothing a doc's score
+// with its cluster's (cluster-based retrieval), the clusters being the
+// publishers' own categories.
+//
+// It applies only when every entry of the index carries a tag: an entry
+// without one has no category to be weighed by, and every way of weighing
+// it alongside tagged ones ranked it by what it lacks (docs/decisions.md).
+// Only the first tagDepth hits move, among themselves, and no factor is
+// under 1, so they still outscore every hit after them: a page of any
+// size starts the same ranking. A hit's factor depends on the request and
+// the index alone, so filters change no score. Measured in
 // docs/decisions.md (issue 19, categories).
 const (
 	tagDepth  = pairDepth
