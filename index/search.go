@@ -139,6 +139,7 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 			return SearchResult{}, m, err
 		}
 	}
+	// Then the first hits by their categories (tags.go).
 	if hits, err = ix.rescoreTags(ctx, r, m.text, parts, hits); err != nil {
 		return SearchResult{}, m, err
 	}
