@@ -91,7 +91,9 @@ func (ix *Index) tagsOf(ctx context.Context, r bleveindex.IndexReader, p *textPl
 	return t, t.err
 }
 
-// build reads which docs carry which tags from the tags field.
+// build reads which docs carry which tags from the tags field. Where the
+// dictionary's counts (an upper bound: they may count deleted docs) say
+// some doc has no tag, categories cannot apply and nothing more is read.
 func (t *tagTable) build(ctx context.Context, r bleveindex.IndexReader) error {
 	docs, err := r.DocCount()
 	if err != nil {
@@ -103,6 +105,7 @@ func (t *tagTable) build(ctx context.Context, r bleveindex.IndexReader) error {
 	}
 	defer dict.Close()
 	var names []string
+	var assigned uint64
 	for {
 		e, err := dict.Next()
 		if err != nil {
@@ -112,37 +115,29 @@ func (t *tagTable) build(ctx context.Context, r bleveindex.IndexReader) error {
 			break
 		}
 		names = append(names, e.Term)
+		assigned += e.Count
+	}
+	if docs == 0 || assigned < docs {
+		return nil
 	}
 	// Each tag's docs, then grouped by doc.
 	type pair struct{ doc, tag uint32 }
-	pairs := make([]pair, 0, docs)
+	pairs := make([]pair, 0, assigned)
 	var maxDoc uint32
-	var tfd bleveindex.TermFieldDoc
 	t.size = make([]uint32, len(names))
 	for ti, name := range names {
-		tfr, err := r.TermFieldReader(ctx, []byte(name), fieldTags, false, false, false)
+		tagged, err := docsOf(ctx, r, name, fieldTags)
 		if err != nil {
-			return fmt.Errorf("index: search: %w", err)
+			return err
 		}
-		for {
-			next, err := tfr.Next(&tfd)
-			if err != nil {
-				tfr.Close()
-				return fmt.Errorf("index: search: %w", err)
-			}
-			if next == nil {
-				break
-			}
-			d := next.ID.Value()
-			if d > math.MaxUint32-1 {
-				tfr.Close()
-				return fmt.Errorf("index: search: doc number %d out of range", d)
-			}
-			pairs = append(pairs, pair{uint32(d), uint32(ti)})
-			maxDoc = max(maxDoc, uint32(d))
-			t.size[ti]++
+		for _, d := range tagged {
+			pairs = append(pairs, pair{d, uint32(ti)})
+			maxDoc = max(maxDoc, d)
 		}
-		tfr.Close()
+		t.size[ti] = uint32(len(tagged))
+		if len(tagged) > 0 {
+			t.used++
+		}
 	}
 	slices.SortFunc(pairs, func(a, b pair) int {
 		if c := cmp.Compare(a.doc, b.doc); c != 0 {
@@ -150,34 +145,23 @@ func (t *tagTable) build(ctx context.Context, r bleveindex.IndexReader) error {
 		}
 		return cmp.Compare(a.tag, b.tag)
 	})
-	if len(pairs) > 0 {
-		t.start = make([]uint32, maxDoc+2)
-	}
+	t.start = make([]uint32, maxDoc+2)
 	t.tags = make([]uint32, len(pairs))
 	for i, p := range pairs {
 		t.tags[i] = p.tag
 		t.start[p.doc+1]++
 	}
-	for d := 1; d < len(t.start); d++ {
-		t.start[d] += t.start[d-1]
-	}
 	tagged := uint64(0)
 	for d := 1; d < len(t.start); d++ {
-		if t.start[d] > t.start[d-1] {
+		if t.start[d] > 0 {
 			tagged++
 		}
+		t.start[d] += t.start[d-1]
 	}
-	t.every = docs > 0 && tagged == docs
-	used := 0
-	for _, n := range t.size {
-		if n > 0 {
-			used++
-		}
+	t.every = tagged == docs
+	if t.used > 0 {
+		t.avg = float64(len(pairs)) / float64(t.used)
 	}
-	if used > 0 {
-		t.avg = float64(len(pairs)) / float64(used)
-	}
-	t.used = used
 	t.terms = map[string][]tagCount{}
 	return nil
 }
@@ -216,9 +200,8 @@ func (ix *Index) termCounts(ctx context.Context, r bleveindex.IndexReader, p *te
 		return c, nil
 	}
 	var docs []uint32
-	keys := listKeys(qt, false)
-	if list := ix.postings.get(p.snap, keys[0]); p.snap != "" && len(keys) == 1 && list != nil {
-		docs = list.docs
+	if list := ix.postings.get(p.snap, listKeys(qt, false)[0]); list != nil {
+		docs = list.docs // the ranker's: one list, a union where both fields hold the term
 	} else {
 		var err error
 		if docs, err = termDocs(ctx, r, qt); err != nil {
@@ -241,29 +224,40 @@ func (ix *Index) termCounts(ctx context.Context, r bleveindex.IndexReader, p *te
 // termDocs is the docs holding the term of qt in any text field, sorted.
 func termDocs(ctx context.Context, r bleveindex.IndexReader, qt *queryTerm) ([]uint32, error) {
 	var docs []uint32
-	var tfd bleveindex.TermFieldDoc
 	for _, fi := range qt.fields {
-		tfr, err := r.TermFieldReader(ctx, []byte(qt.term), textFields[fi].name, false, false, false)
+		d, err := docsOf(ctx, r, qt.term, textFields[fi].name)
 		if err != nil {
-			return nil, fmt.Errorf("index: search: %w", err)
+			return nil, err
 		}
-		for {
-			next, err := tfr.Next(&tfd)
-			if err != nil {
-				tfr.Close()
-				return nil, fmt.Errorf("index: search: %w", err)
-			}
-			if next == nil {
-				break
-			}
-			if d := next.ID.Value(); d <= math.MaxUint32 {
-				docs = append(docs, uint32(d))
-			}
-		}
-		tfr.Close()
+		docs = append(docs, d...)
 	}
 	slices.Sort(docs)
 	return slices.Compact(docs), nil
+}
+
+// docsOf is the docs holding term in field, in order.
+func docsOf(ctx context.Context, r bleveindex.IndexReader, term, field string) ([]uint32, error) {
+	tfr, err := r.TermFieldReader(ctx, []byte(term), field, false, false, false)
+	if err != nil {
+		return nil, fmt.Errorf("index: search: %w", err)
+	}
+	defer tfr.Close()
+	docs := make([]uint32, 0, tfr.Count())
+	var tfd bleveindex.TermFieldDoc
+	for {
+		next, err := tfr.Next(&tfd)
+		if err != nil {
+			return nil, fmt.Errorf("index: search: %w", err)
+		}
+		if next == nil {
+			return docs, nil
+		}
+		d := next.ID.Value()
+		if d >= math.MaxUint32 {
+			return nil, fmt.Errorf("index: search: doc number %d out of range", d)
+		}
+		docs = append(docs, uint32(d))
+	}
 }
 
 // rescoreTags re-scores the first tagDepth of hits, ranked for the plan p
