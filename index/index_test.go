@@ -3,6 +3,8 @@ package index_test
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -498,5 +500,85 @@ func TestRepeatedSearchMatchesFresh(t *testing.T) {
 	after := check("after the write")
 	if !slices.ContainsFunc(after.Hits, func(h index.Hit) bool { return h.ID == "urn:ai:sky.example:radar" }) {
 		t.Fatalf("after the write the hits %+v miss the new doc", after.Hits)
+	}
+}
+
+// TestRankingIgnoresSegmentLayout indexes one corpus in one batch and in
+// twenty, in memory and on disk, and asks each the same requests: a
+// ranking must not depend on how the docs happen to be split into
+// segments. Bleve's field cardinality, which an average field length was
+// once taken from, counts each segment's distinct terms, and gave the
+// layouts different scores. Every doc's text has a length of its own, so
+// no two docs tie and the order of ties (doc numbers, which differ between
+// layouts) never decides which docs the word pairs and categories re-score.
+func TestRankingIgnoresSegmentLayout(t *testing.T) {
+	vocab := make([]string, 300)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%cx%c", 'a'+i%26, 'a'+i/26)
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var docs []index.Doc
+	for i := range 800 {
+		var desc []string
+		for range 12 {
+			desc = append(desc, vocab[rnd.IntN(len(vocab))])
+		}
+		docs = append(docs, index.Doc{
+			ID:          fmt.Sprintf("urn:air:p%d.example:tool-%d", i%40, i),
+			Name:        fmt.Sprintf("tool-%d", i),
+			DisplayName: fmt.Sprintf("Tool %d", i),
+			Description: strings.Join(desc, " ") + strings.Repeat(" padding", i),
+			Tags:        []string{fmt.Sprintf("cat%d", i%10)},
+			Publisher:   fmt.Sprintf("p%d.example", i%40),
+			Type:        "mcp-tool",
+		})
+	}
+	one := mustOpenMemory(t)
+	mustPut(t, one, docs)
+	many := mustOpenMemory(t)
+	for s := 0; s < len(docs); s += 40 {
+		mustPut(t, many, docs[s:s+40])
+	}
+	disk, _, err := index.OpenWith(filepath.Join(t.TempDir(), "index"), index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer disk.Close()
+	for s := 0; s < len(docs); s += 40 {
+		mustPut(t, disk, docs[s:s+40])
+	}
+	if err := disk.Settle(t.Context(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for q := range 40 {
+		var words []string
+		for k := range 2 + q%6 {
+			words = append(words, vocab[(q*17+k*29)%len(vocab)])
+		}
+		text := strings.Join(words, " ")
+		if q%3 == 0 { // a request of two sentences: ranked in parts too
+			text += ". I also need " + strings.Join([]string{vocab[q], vocab[q+100], vocab[q+200]}, " ")
+		}
+		want, err := one.Search(t.Context(), index.SearchRequest{Text: text, Size: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want.Hits) == 0 {
+			t.Fatalf("%q: no hits", text)
+		}
+		for name, ix := range map[string]*index.Index{"twenty batches": many, "on disk": disk} {
+			got, err := ix.Search(t.Context(), index.SearchRequest{Text: text, Size: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Hits) != len(want.Hits) {
+				t.Fatalf("%q, %s: %d hits, one batch %d", text, name, len(got.Hits), len(want.Hits))
+			}
+			for i := range want.Hits {
+				if g, w := got.Hits[i], want.Hits[i]; g.ID != w.ID || math.Abs(g.Raw-w.Raw) > 1e-12*w.Raw {
+					t.Fatalf("%q, %s: hit %d is %s (%v), one batch %s (%v)", text, name, i, g.ID, g.Raw, w.ID, w.Raw)
+				}
+			}
+		}
 	}
 }

@@ -71,12 +71,24 @@ var keywordFields = []string{
 // than in either. Everything else shares fieldSearch, so a query term is two
 // posting lists rather than a disjunction over five fields, which cost most
 // of a query's time.
+//
+// pivot is the length, in tokens, at which BM25F's length norm is 1 (its
+// avgLen): a constant, not a statistic of the index. Bleve's field
+// cardinality, which its BM25 divides by N for an average length, counts
+// the distinct terms of each segment's dictionary, so the quotient moved
+// with how segments happened to be merged (at 100k entries 1 and 2 merged,
+// 2 and 4 in a hundred segments) and the ranking with it; the fields' true
+// average lengths (8-25 tokens) made every set worse, since the tuning had
+// grown up under those small values. Fixed at the values the merged index
+// gave, a ranking is the same in memory and on disk, before a merge and
+// after (docs/decisions.md).
 var textFields = []struct {
 	name  string
 	boost float64
+	pivot float64
 }{
-	{fieldName, 2},
-	{fieldSearch, 1},
+	{fieldName, 2, 1},
+	{fieldSearch, 1, 2},
 }
 
 // Weights within fieldSearch. A source's weight multiplies the frequencies

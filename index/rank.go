@@ -47,7 +47,7 @@ import (
 //	W_t             = idf_t^idfPower / sqrt(Σ over the query's terms of idf^(2·idfPower))
 //	idf_t           = ln(1 + (N − df + 0.5) / (df + 0.5))     (the term's largest df over the fields)
 //	w_f             = fieldWeight(f, softenedTerms) (search.go)
-//	avgLen          = ceil(field cardinality / N)
+//	avgLen          = the field's pivot (1 token for the name, 2 for the text; mapping.go)
 //	group(G, d)     = Σ terms of G matching d · sqrt(terms matching / terms of G)
 //	score(d)        = group(must, d) + group(should, d)
 //
@@ -60,7 +60,8 @@ import (
 //
 // With Index.bleveScoring the score is Bleve's (v2.6.1), term for term,
 // for the query textQuery builds: leaf(t, f, d) = idf·sqrt(freq)·k1 /
-// (sqrt(freq) + k1·(1 − b + b·len/avgLen)) · boost·idf·qnorm (idf of t in
+// (sqrt(freq) + k1·(1 − b + b·len/avgLen)) · boost·idf·qnorm (avgLen =
+// ceil(field cardinality / N), as Bleve has it; idf of t in
 // f, boost = leafBoost, qnorm = 1/sqrt(Σ over every leaf of (boost·idf)²)),
 // term(t, d) = Σ leaves · (leaves matching / leaves of t), group
 // coordination without the square root, sums in the order Bleve's
@@ -333,18 +334,23 @@ func (rk *ranker) open(ctx context.Context, ix *Index, r bleveindex.IndexReader,
 	if ix.blockDocs > 0 {
 		rk.block = min(rk.block, ix.blockDocs)
 	}
-	br, ok := r.(bleveindex.BM25Reader)
-	if !ok {
-		return fmt.Errorf("index: search: reader has no BM25 statistics")
-	}
 	avg := make([]float64, len(textFields))
 	for fi, f := range textFields {
-		c, err := br.FieldCardinality(f.name)
-		if err != nil {
-			return fmt.Errorf("index: search: %w", err)
+		avg[fi] = f.pivot
+	}
+	if rk.bleve {
+		br, ok := r.(bleveindex.BM25Reader)
+		if !ok {
+			return fmt.Errorf("index: search: reader has no BM25 statistics")
 		}
-		if p.docs > 0 {
-			avg[fi] = math.Ceil(float64(c) / float64(p.docs))
+		for fi, f := range textFields {
+			c, err := br.FieldCardinality(f.name)
+			if err != nil {
+				return fmt.Errorf("index: search: %w", err)
+			}
+			if p.docs > 0 {
+				avg[fi] = math.Ceil(float64(c) / float64(p.docs))
+			}
 		}
 	}
 	snap := p.snap
