@@ -27,10 +27,10 @@ import (
 // the old list's postings of that segment, renumbered and without the docs
 // deleted since, or, for a segment the old snapshot lacked (new or
 // merged), its postings decoded. A list the write did not touch is the old
-// one's arrays, shared. A list's values depend on no statistic but the
-// field's average length (BM25F's fieldTF; a pair's frequency on none),
-// which a write seldom moves: a list whose average changed is decoded
-// whole. Bleve's form (Index.bleveScoring) puts the idf into the values
+// one's arrays, shared. A list's values depend on no statistic of the
+// snapshot: BM25F's fieldTF divides by a constant length pivot per field
+// (mapping.go), and a pair's frequency by nothing; a list made with
+// another pivot is decoded whole. Bleve's form (Index.bleveScoring) puts the idf into the values
 // and is never carried. TestCarriedListsMatchDecoded compares carried
 // lists with decoded ones after adds, updates, deletes and merges.
 
@@ -263,7 +263,7 @@ func unchanged(prev *decoded, old, cur []span, moves []move, parts []*decoded) b
 
 // decodePart is decode over the one segment sp: its postings of term in
 // field, numbered as the snapshot numbers them, each with its fieldTF (avg
-// the field's average length), or with freqOnly its frequency.
+// the field's length pivot), or with freqOnly its frequency.
 func decodePart(ctx context.Context, sp span, term, field string, avg float64, freqOnly bool, block int) (*decoded, error) {
 	dict, err := sp.seg.Dictionary(field)
 	if err != nil {

@@ -65,8 +65,8 @@ type decoded struct {
 	block  uint32
 	// spans are the segments of the list's snapshot when a later one may
 	// carry the list over (carry.go): its values depend on no statistic
-	// of the snapshot but the average lengths in avg (of the list's text
-	// field, or of the union's two). Nil: never carried.
+	// of the snapshot, only on the length pivots in avg (of the list's
+	// text field, or of the union's two). Nil: never carried.
 	spans []span
 	avg   [2]float64
 }
@@ -340,7 +340,7 @@ func (c *postingCache) keep(lists map[leafKey]*decoded) {
 // source makes a list of a snapshot: whole from its postings; part, when
 // set, from one segment's (numbered as the snapshot numbers them), which
 // lets a list of an earlier snapshot be carried over (carry.go) when the
-// average field lengths its values depend on are still avg.
+// length pivots its values depend on are still avg.
 type source struct {
 	whole func() (*decoded, error)
 	part  func(sp span) (*decoded, error)
@@ -467,7 +467,7 @@ func docScore(idf float64, freq uint64, norm, avg float64) float64 {
 // fieldTF is BM25F's normalised term frequency of a posting: the square
 // root of its frequency (as Bleve, so the repeated keywords of fieldSearch
 // count less than linearly) over the field's length norm
-// (1 − b + b·len/avgLen), with Bleve's b. The ranker adds a term's fieldTFs
+// (1 − b + b·len/avgLen, avgLen the field's pivot), with Bleve's b. The ranker adds a term's fieldTFs
 // over the fields, weighted, and saturates the sum once (term.sat).
 func fieldTF(freq uint64, norm, avg float64) float64 {
 	fieldLength := 1 / (norm * norm)
