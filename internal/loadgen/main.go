@@ -9,6 +9,13 @@
 //
 //	go run ./internal/loadgen -bin ./ardx
 //
+// With -against, a second binary is measured at the same time as -bin,
+// each with its own copy of the data dir and the same queries from the
+// same number of clients: on a shared machine, runs one after the other
+// measure the neighbours as much as the change, and two builds run side by
+// side meet the same load. Each run then prints a line per binary and the
+// second's server CPU per search over the first's.
+//
 // The data comes from ../shared/data (or $ARDX_SHARED_DATA); where it is
 // absent the command says so and exits 0, as a skipped benchmark does.
 package main
@@ -56,6 +63,7 @@ type config struct {
 	dataDir  string
 	keepData bool
 	profile  string
+	against  string
 }
 
 func run() error {
@@ -68,7 +76,11 @@ func run() error {
 	flag.IntVar(&c.warm, "warm", 500, "unmeasured queries first (their texts are not used again)")
 	flag.StringVar(&c.dataDir, "data", "", "data dir to reuse (kept); default a fresh temporary one, removed after")
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the server's first 10 s of the last run to this file (go tool pprof)")
+	flag.StringVar(&c.against, "against", "", "a second ardx binary, measured at the same time as -bin on a copy of the data dir")
 	flag.Parse()
+	if c.against != "" && c.profile != "" {
+		return errors.New("-cpuprofile profiles one server: not with -against")
+	}
 	for _, s := range strings.Split(clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -99,6 +111,15 @@ func run() error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("-bin: %w (make build first)", err)
 	}
+	var against string
+	if c.against != "" {
+		if against, err = filepath.Abs(c.against); err != nil {
+			return err
+		}
+		if _, err := os.Stat(against); err != nil {
+			return fmt.Errorf("-against: %w", err)
+		}
+	}
 
 	data := c.dataDir
 	if data == "" {
@@ -117,15 +138,31 @@ func run() error {
 		fmt.Printf("loadgen: ingested %d entries in %v\n", c.entries, time.Since(start).Round(time.Millisecond))
 	}
 
-	srv, err := startRegistry(bin, data, c.profile != "")
-	if err != nil {
-		return err
+	bins := []string{bin}
+	datas := []string{data}
+	if against != "" {
+		copied, err := os.MkdirTemp("", "ardx-loadgen-against-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(copied)
+		if err := copyDir(data, copied); err != nil {
+			return fmt.Errorf("copy the data dir for -against: %w", err)
+		}
+		bins, datas = append(bins, against), append(datas, copied)
 	}
-	defer srv.stop()
-	fmt.Printf("loadgen: ardx registry pid %d at %s\n", srv.cmd.Process.Pid, srv.url)
-
-	if _, err := drive(srv.url, queries[:c.warm], 2); err != nil {
-		return fmt.Errorf("warm-up: %w", err)
+	srvs := make([]*server, len(bins))
+	for i := range bins {
+		srv, err := startRegistry(bins[i], datas[i], c.profile != "")
+		if err != nil {
+			return err
+		}
+		defer srv.stop()
+		srvs[i] = srv
+		fmt.Printf("loadgen: ardx registry %s pid %d at %s\n", bins[i], srv.cmd.Process.Pid, srv.url)
+		if _, err := drive(srv.url, queries[:c.warm], 2); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
 	}
 	next := queries[c.warm:]
 	for _, n := range c.clients {
@@ -133,10 +170,9 @@ func run() error {
 		next = next[c.perRun:]
 		var prof *profiler
 		if c.profile != "" && n == c.clients[len(c.clients)-1] {
-			prof = startProfile(srv.pprof, c.profile)
+			prof = startProfile(srvs[0].pprof, c.profile)
 		}
-		cpu0, own0 := procstat.CPUTimeOf(srv.cmd.Process.Pid), procstat.CPUTime()
-		r, err := drive(srv.url, qs, n)
+		runs, err := driveAll(srvs, qs, n)
 		if err != nil {
 			return fmt.Errorf("%d clients: %w", n, err)
 		}
@@ -146,17 +182,95 @@ func run() error {
 			}
 			fmt.Printf("loadgen: server CPU profile of the %d-client run in %s\n", n, c.profile)
 		}
-		// The server's CPU time per search: on a shared machine wall
-		// time mostly measures the neighbours, CPU time what ardx costs.
-		// The generator's own CPU is reported too: it shares the machine,
-		// so what it spends the server cannot.
-		cpu := procstat.CPUTimeOf(srv.cmd.Process.Pid) - cpu0
-		own := procstat.CPUTime() - own0
-		fmt.Printf("BenchmarkSearchLoadgen/entries=%d/clients=%d\t%8d\t%10.0f ns/op\t%8.3f p50-ms\t%8.3f p99-ms\t%8.0f searches/s\t%8.1f server-cpu-µs/op\t%8.1f loadgen-cpu-µs/op\n",
-			c.entries, n, len(qs), float64(r.wall.Nanoseconds())/float64(len(qs)), ms(r.p50), ms(r.p99), float64(len(qs))/r.wall.Seconds(),
-			float64(cpu.Microseconds())/float64(len(qs)), float64(own.Microseconds())/float64(len(qs)))
+		name := fmt.Sprintf("BenchmarkSearchLoadgen/entries=%d/clients=%d", c.entries, n)
+		for i, r := range runs {
+			label := name
+			if len(runs) > 1 {
+				label += "/bin=" + "ab"[i:i+1]
+			}
+			fmt.Printf("%s\t%8d\t%10.0f ns/op\t%8.3f p50-ms\t%8.3f p99-ms\t%8.0f searches/s\t%8.1f server-cpu-µs/op\t%8.1f loadgen-cpu-µs/op\n",
+				label, len(qs), float64(r.wall.Nanoseconds())/float64(len(qs)), ms(r.p50), ms(r.p99), float64(len(qs))/r.wall.Seconds(),
+				perSearch(r.server, len(qs)), perSearch(r.own, len(qs)*len(runs)))
+		}
+		if len(runs) == 2 {
+			fmt.Printf("loadgen: %d clients: b's server CPU a search is %.3f× a's (a %s, b %s)\n", n, float64(runs[1].server)/float64(runs[0].server), bins[0], bins[1])
+		}
 	}
 	return nil
+}
+
+// measured is one server's run: its timings, the server's CPU time and
+// the generator's (shared by every server measured at once).
+type measured struct {
+	result
+	server, own time.Duration
+}
+
+// driveAll sends qs to every server at once, n clients each, and measures
+// each. The server's CPU time per search: on a shared machine wall time
+// mostly measures the neighbours, CPU time what ardx costs. The
+// generator's own CPU is reported too: it shares the machine, so what it
+// spends the server cannot.
+func driveAll(srvs []*server, qs []string, n int) ([]measured, error) {
+	out := make([]measured, len(srvs))
+	errs := make([]error, len(srvs))
+	cpu0 := make([]time.Duration, len(srvs))
+	for i, srv := range srvs {
+		cpu0[i] = procstat.CPUTimeOf(srv.cmd.Process.Pid)
+	}
+	own0 := procstat.CPUTime()
+	var wg sync.WaitGroup
+	for i, srv := range srvs {
+		wg.Go(func() {
+			out[i].result, errs[i] = drive(srv.url, qs, n)
+			out[i].server = procstat.CPUTimeOf(srv.cmd.Process.Pid) - cpu0[i]
+		})
+	}
+	wg.Wait()
+	own := procstat.CPUTime() - own0
+	for i := range out {
+		out[i].own = own
+	}
+	return out, errors.Join(errs...)
+}
+
+func perSearch(d time.Duration, searches int) float64 {
+	return float64(d.Microseconds()) / float64(searches)
+}
+
+// copyDir copies the regular files and directories under src into dst,
+// which exists: a stopped server's data dir, for a second server.
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o700)
+		case !d.Type().IsRegular():
+			return fmt.Errorf("%s: not a regular file", path)
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -61,5 +65,73 @@ func TestDriveFailsOnAnErrorStatus(t *testing.T) {
 	_, err := drive(srv.URL, []string{"a", "b", "c"}, 2)
 	if err == nil || !strings.Contains(err.Error(), "status 429") {
 		t.Fatalf("err = %v, want status 429", err)
+	}
+}
+
+// TestDriveAllMeasuresEachServer runs driveAll against two servers at
+// once: each must get every query, and each run its own timings.
+func TestDriveAllMeasuresEachServer(t *testing.T) {
+	self, err := os.FindProcess(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen [2]atomic.Int64
+	var srvs []*server
+	for i := range seen {
+		h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			seen[i].Add(1)
+			_, _ = io.WriteString(w, `{"results":[]}`)
+		}))
+		defer h.Close()
+		// The servers run in this process: its CPU time stands for theirs.
+		srvs = append(srvs, &server{cmd: &exec.Cmd{Process: self}, url: h.URL})
+	}
+	queries := make([]string, 40)
+	for i := range queries {
+		queries[i] = fmt.Sprintf("q%d", i)
+	}
+	runs, err := driveAll(srvs, queries, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range runs {
+		if got := seen[i].Load(); got != int64(len(queries)) {
+			t.Errorf("server %d saw %d requests, want %d", i, got, len(queries))
+		}
+		if r.p50 <= 0 || r.p99 < r.p50 || r.wall <= 0 || r.server < 0 || r.own < 0 {
+			t.Errorf("server %d: run %+v", i, r)
+		}
+	}
+}
+
+// TestCopyDir copies a data dir's tree and refuses what is not a plain
+// file or directory.
+func TestCopyDir(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	files := map[string]string{"ardx.db": "bolt", "index/store/a": "seg", "index/meta.json": "{}"}
+	for name, body := range files {
+		p := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := copyDir(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		got, err := os.ReadFile(filepath.Join(dst, name))
+		if err != nil || string(got) != body {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, body)
+		}
+	}
+	if err := os.Symlink("ardx.db", filepath.Join(src, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyDir(src, t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a symlink: err = %v, want not a regular file", err)
 	}
 }
