@@ -2,7 +2,6 @@ package index
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -156,26 +155,15 @@ func (ix *Index) pairPostings(ctx context.Context, r bleveindex.IndexReader, p *
 			if p.snap != "" && ix.postings.absentFrom(p.snap, r, pair, pairField, pairField+1) {
 				return d, nil
 			}
-			tfr, err := r.TermFieldReader(ctx, []byte(pair), fieldPairs, true, false, false)
+			err := walkPostings(ctx, r, pair, fieldPairs, true, func(_ uint64, doc uint32, p *bleveindex.TermFieldDoc) {
+				d.docs = append(d.docs, doc)
+				d.s = append(d.s, float64(p.Freq))
+				d.best = max(d.best, float64(p.Freq))
+			})
 			if err != nil {
-				return nil, fmt.Errorf("index: search: %w", err)
+				return nil, err
 			}
-			defer tfr.Close()
-			var tfd bleveindex.TermFieldDoc
-			for {
-				next, err := tfr.Next(&tfd)
-				if err != nil {
-					return nil, fmt.Errorf("index: search: %w", err)
-				}
-				if next == nil {
-					return d, nil
-				}
-				if num := next.ID.Value(); num <= math.MaxUint32 {
-					d.docs = append(d.docs, uint32(num))
-					d.s = append(d.s, float64(next.Freq))
-					d.best = max(d.best, float64(next.Freq))
-				}
-			}
+			return d, nil
 		},
 		// A pair's values are its frequencies: any later snapshot may
 		// carry its list.

@@ -418,41 +418,55 @@ func snapshotKey(r bleveindex.IndexReader, gen uint64) string {
 // decode walks a leaf's postings once: fieldTF of each posting, or with
 // bleve Bleve's docScore (idf being the term's in the field).
 func decode(ctx context.Context, r bleveindex.IndexReader, term string, field string, idf, avg float64, bleve bool, block int) (*decoded, error) {
-	tfr, err := r.TermFieldReader(ctx, []byte(term), field, true, true, false)
+	d := &decoded{block: uint32(block)}
+	if err := walkPostings(ctx, r, term, field, true, func(n uint64, doc uint32, p *bleveindex.TermFieldDoc) {
+		if d.docs == nil {
+			d.docs, d.s = make([]uint32, 0, n), make([]float64, 0, n)
+		}
+		s := fieldTF(p.Freq, p.Norm, avg)
+		if bleve {
+			s = docScore(idf, p.Freq, p.Norm, avg)
+		}
+		d.docs = append(d.docs, doc)
+		d.s = append(d.s, s)
+		d.best = max(d.best, s)
+	}); err != nil {
+		return nil, err
+	}
+	d.starts = blockStarts(d.docs, d.block)
+	return d, nil
+}
+
+// walkPostings calls fn with each posting of term in field, in doc order:
+// its doc number and, with stats, its frequency and norm in p (valid
+// during the call). n is the reader's count of postings, to size by.
+func walkPostings(ctx context.Context, r bleveindex.IndexReader, term, field string, stats bool, fn func(n uint64, doc uint32, p *bleveindex.TermFieldDoc)) error {
+	tfr, err := r.TermFieldReader(ctx, []byte(term), field, stats, stats, false)
 	if err != nil {
-		return nil, fmt.Errorf("index: search: %w", err)
+		return fmt.Errorf("index: search: %w", err)
 	}
 	defer tfr.Close()
 	n := tfr.Count()
-	d := &decoded{docs: make([]uint32, 0, n), s: make([]float64, 0, n), block: uint32(block)}
 	var tfd bleveindex.TermFieldDoc
 	for i := 0; ; i++ {
 		if i%4096 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("index: search: %w", err)
+				return fmt.Errorf("index: search: %w", err)
 			}
 		}
 		next, err := tfr.Next(&tfd)
 		if err != nil {
-			return nil, fmt.Errorf("index: search: %w", err)
+			return fmt.Errorf("index: search: %w", err)
 		}
 		if next == nil {
-			break
+			return nil
 		}
 		num := next.ID.Value()
 		if num > math.MaxUint32 {
-			return nil, fmt.Errorf("index: search: doc number %d out of range", num)
+			return fmt.Errorf("index: search: doc number %d out of range", num)
 		}
-		s := fieldTF(next.Freq, next.Norm, avg)
-		if bleve {
-			s = docScore(idf, next.Freq, next.Norm, avg)
-		}
-		d.docs = append(d.docs, uint32(num))
-		d.s = append(d.s, s)
-		d.best = max(d.best, s)
+		fn(n, uint32(num), next)
 	}
-	d.starts = blockStarts(d.docs, d.block)
-	return d, nil
 }
 
 // docScore is Bleve's TermQueryScorer.docScore for BM25, operation for

@@ -237,27 +237,14 @@ func termDocs(ctx context.Context, r bleveindex.IndexReader, qt *queryTerm) ([]u
 
 // docsOf is the docs holding term in field, in order.
 func docsOf(ctx context.Context, r bleveindex.IndexReader, term, field string) ([]uint32, error) {
-	tfr, err := r.TermFieldReader(ctx, []byte(term), field, false, false, false)
-	if err != nil {
-		return nil, fmt.Errorf("index: search: %w", err)
-	}
-	defer tfr.Close()
-	docs := make([]uint32, 0, tfr.Count())
-	var tfd bleveindex.TermFieldDoc
-	for {
-		next, err := tfr.Next(&tfd)
-		if err != nil {
-			return nil, fmt.Errorf("index: search: %w", err)
+	var docs []uint32
+	err := walkPostings(ctx, r, term, field, false, func(n uint64, doc uint32, _ *bleveindex.TermFieldDoc) {
+		if docs == nil {
+			docs = make([]uint32, 0, n)
 		}
-		if next == nil {
-			return docs, nil
-		}
-		d := next.ID.Value()
-		if d >= math.MaxUint32 {
-			return nil, fmt.Errorf("index: search: doc number %d out of range", d)
-		}
-		docs = append(docs, uint32(d))
-	}
+		docs = append(docs, doc)
+	})
+	return docs, err
 }
 
 // rescoreTags re-scores the first tagDepth of hits, ranked for the plan p
