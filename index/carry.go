@@ -30,8 +30,8 @@ import (
 // one's arrays, shared. A list's values depend on no statistic of the
 // snapshot: BM25F's fieldTF divides by a constant length pivot per field
 // (mapping.go), and a pair's frequency by nothing; a list made with
-// another pivot is decoded whole. Bleve's form (Index.bleveScoring) puts the idf into the values
-// and is never carried. TestCarriedListsMatchDecoded compares carried
+// another pivot is decoded whole. Bleve's form (Index.bleveScoring) puts
+// the idf into the values and is never carried. TestCarriedListsMatchDecoded compares carried
 // lists with decoded ones after adds, updates, deletes and merges.
 
 // span is one segment of a snapshot as the snapshot numbers its docs.
