@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -84,7 +85,14 @@ func BenchmarkDemand365Days10kEntries(b *testing.B) {
 // internal/loadgen (the load that costs: a new query key per publisher in
 // the results), over 100,000 entries of which four in five belong to 22
 // large publishers and the rest to 2,000 small ones, as the toolsdk
-// corpus's copies fall (npm.test and its mirrors, the scoped ones).
+// corpus's copies fall (npm.test and its mirrors, the scoped ones), each
+// entry as likely as another: a batch of 4,096 then returns a third of
+// them, and rewrites nearly every page of the day's entry keys.
+// texts=unique-popular: the same, but the entries are drawn by popularity
+// (Zipf, s 1.1, over the 100,000): real requests return some entries far
+// more often than others (4,096 of the loadgen's MetaTool requests return
+// 11,518 distinct entries, 20,000 return 28,381), so the day holds fewer
+// entry keys and a batch rewrites fewer pages.
 func BenchmarkRollup(b *testing.B) {
 	type gen func(i int) kv.SearchRecord
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -107,11 +115,25 @@ func BenchmarkRollup(b *testing.B) {
 		}
 		return r
 	}
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, 100000-1)
+	popular := func(i int) kv.SearchRecord {
+		r := kv.SearchRecord{Time: now.Add(time.Duration(i) * time.Millisecond), Text: fmt.Sprintf("find a tool that does thing number %d for me", i)}
+		for k := range 10 {
+			// Popularity ranks spread over the publishers as unique's docs are.
+			j := int(zipf.Uint64()*7919) % 100000
+			pub := fmt.Sprintf("m%d.npm.test", j%22)
+			if j%5 == 0 {
+				pub = fmt.Sprintf("s%d.test", j/5%2000)
+			}
+			r.Results = append(r.Results, kv.ReturnedEntry{ID: fmt.Sprintf("urn:air:%s:e%d", pub, j), Rank: k + 1})
+		}
+		return r
+	}
 	for _, texts := range []struct {
 		name    string
 		rec     gen
 		batches []int
-	}{{"500", repeated, []int{0, 1, 100, 1000}}, {"unique", unique, []int{0, 100, 1000, 4096}}} {
+	}{{"500", repeated, []int{0, 1, 100, 1000}}, {"unique", unique, []int{0, 100, 1000, 4096}}, {"unique-popular", popular, []int{1000, 4096}}} {
 		for _, batch := range texts.batches {
 			name := fmt.Sprint(batch)
 			if batch == 0 {
