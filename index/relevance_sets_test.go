@@ -100,12 +100,7 @@ func firstSentence(s string) (first, rest string) {
 // cross-validation half, chosen by a fixed stride; at most n queries.
 func multiIntent(set relSet, n int) relSet {
 	out := relSet{name: set.name + " (two intents)", docs: set.docs}
-	var byHalf [2][]relQuery
-	for _, q := range set.queries {
-		byHalf[half(q.group)] = append(byHalf[half(q.group)], q)
-	}
-	for h := range byHalf {
-		qs := byHalf[h]
+	for h, qs := range byHalf(set) {
 		step := max(1, len(qs)/(n/2+1))
 		for i := 0; i+len(qs)/2 < len(qs) && len(out.queries) < n*(h+1)/2; i += step {
 			a, b := qs[i], qs[i+len(qs)/2]
@@ -136,11 +131,7 @@ func oneSentence(set relSet, n, k int) relSet {
 		}
 		return s
 	}
-	var byHalf [2][]relQuery
-	for _, q := range set.queries {
-		byHalf[half(q.group)] = append(byHalf[half(q.group)], q)
-	}
-	for h, qs := range byHalf {
+	for h, qs := range byHalf(set) {
 		part := len(qs) / k
 		step := max(1, part/(n/2+1))
 	next:
@@ -159,6 +150,15 @@ func oneSentence(set relSet, n, k int) relSet {
 			q.text = strings.Join(texts[:k-1], ", ") + " and " + texts[k-1]
 			out.queries = append(out.queries, q)
 		}
+	}
+	return out
+}
+
+// byHalf is set's queries per cross-validation half, in set order.
+func byHalf(set relSet) [2][]relQuery {
+	var out [2][]relQuery
+	for _, q := range set.queries {
+		out[half(q.group)] = append(out[half(q.group)], q)
 	}
 	return out
 }

@@ -103,10 +103,12 @@ func BenchmarkRollup(b *testing.B) {
 		}
 		return r
 	}
-	unique := func(i int) kv.SearchRecord {
+	// newText is search i with a text of its own, returning the entries
+	// entry(k) names (0-99,999) at ranks 1-10.
+	newText := func(i int, entry func(k int) int) kv.SearchRecord {
 		r := kv.SearchRecord{Time: now.Add(time.Duration(i) * time.Millisecond), Text: fmt.Sprintf("find a tool that does thing number %d for me", i)}
 		for k := range 10 {
-			j := (i*7919 + k*104729) % 100000
+			j := entry(k)
 			pub := fmt.Sprintf("m%d.npm.test", j%22)
 			if j%5 == 0 {
 				pub = fmt.Sprintf("s%d.test", j/5%2000)
@@ -115,19 +117,13 @@ func BenchmarkRollup(b *testing.B) {
 		}
 		return r
 	}
+	unique := func(i int) kv.SearchRecord {
+		return newText(i, func(k int) int { return (i*7919 + k*104729) % 100000 })
+	}
 	zipf := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, 100000-1)
 	popular := func(i int) kv.SearchRecord {
-		r := kv.SearchRecord{Time: now.Add(time.Duration(i) * time.Millisecond), Text: fmt.Sprintf("find a tool that does thing number %d for me", i)}
-		for k := range 10 {
-			// Popularity ranks spread over the publishers as unique's docs are.
-			j := int(zipf.Uint64()*7919) % 100000
-			pub := fmt.Sprintf("m%d.npm.test", j%22)
-			if j%5 == 0 {
-				pub = fmt.Sprintf("s%d.test", j/5%2000)
-			}
-			r.Results = append(r.Results, kv.ReturnedEntry{ID: fmt.Sprintf("urn:air:%s:e%d", pub, j), Rank: k + 1})
-		}
-		return r
+		// Popularity ranks spread over the publishers as unique's are.
+		return newText(i, func(int) int { return int(zipf.Uint64()*7919) % 100000 })
 	}
 	for _, texts := range []struct {
 		name    string
