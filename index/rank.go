@@ -771,6 +771,33 @@ func (rk *ranker) final(sl *slot) float64 {
 	return sl.sum[0]*rk.coord[0][sl.n[0]] + sl.sum[1]*rk.coord[1][sl.n[1]]
 }
 
+// scoreDoc is doc's score, as run would finish it, looked up in the terms'
+// lists one by one (BM25F only); ok is false where the doc holds no must
+// term, so run would not score it. For a few docs, not a walk.
+func (rk *ranker) scoreDoc(doc uint32) (score float64, ok bool) {
+	var sl slot
+	for gi, idx := range [2][]int{rk.must, rk.should} {
+		for _, ti := range idx {
+			t := &rk.terms[ti]
+			x, k := 0.0, 0
+			for _, l := range t.leaves {
+				if j, found := l.list.find(doc); found {
+					x += l.list.s[j] * l.qw
+					if l.list.s2 != nil {
+						x += l.list.s2[j] * l.qw2
+					}
+					k++
+				}
+			}
+			if k > 0 {
+				sl.sum[gi] += t.sat(x, k)
+				sl.n[gi]++
+			}
+		}
+	}
+	return rk.final(&sl), sl.n[0] > 0
+}
+
 // add adds the term's score at the docs of the block it matches to group
 // g: with mark at every one, marking it, else at the marked ones. Per doc
 // the score is the sum of its matching leaves in leaf order, saturated

@@ -371,7 +371,7 @@ func TestRelevanceSets(t *testing.T) {
 	}
 	ratio := map[string]float64{"toolsdk operations": 1.12, "toolsdk operations (small)": 1.2, "MetaTool": 1.15,
 		"MetaTool (two intents)": 1.1, "toolsdk operations (two intents)": 1.1,
-		"toolsdk operations (2 intents, one sentence)": 1.05, "toolsdk operations (3 intents, one sentence)": 1.05}
+		"toolsdk operations (2 intents, one sentence)": 1.16, "toolsdk operations (3 intents, one sentence)": 1.16}
 	ops := toolsdkOperations(t)
 	mt := metaToolSet(t)
 	sets := []relSet{ops, smallSlice(ops, 500), mt, multiIntent(mt, 4000), multiIntent(ops, 4000), oneSentence(ops, 2000, 2), oneSentence(ops, 2000, 3)}

@@ -125,19 +125,26 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 	// page starts the same ranking.
 	window := min(from, maxSearchWindow) + size
 	depth := max(window+1, pairDepth)
-	hits, total, err := ix.rankText(ctx, r, m, depth, req.Count, noCut)
+	// A request of several sentences (or clauses): each one's best answers
+	// too (segment.go).
+	parts, clauses := ix.parts(m.text, req.Text)
+	deep := depth
+	if clauses {
+		deep = max(depth, clausePool)
+	}
+	hits, total, err := ix.rankText(ctx, r, m, deep, req.Count, noCut)
 	if err == nil {
 		hits, err = ix.rescorePairs(ctx, r, m.text, hits)
 	}
+	switch {
+	case err != nil:
+	case clauses:
+		hits, err = ix.fuseClauses(ctx, r, parts, hits, depth)
+	case parts != nil:
+		hits, err = ix.fuse(ctx, r, m, parts, hits, depth)
+	}
 	if err != nil {
 		return SearchResult{}, m, err
-	}
-	// A request of several sentences: each one's best answers too.
-	parts := ix.parts(m.text, req.Text)
-	if parts != nil {
-		if hits, err = ix.fuse(ctx, r, m, parts, hits, depth); err != nil {
-			return SearchResult{}, m, err
-		}
 	}
 	// Then the first hits by their categories (tags.go).
 	if hits, err = ix.rescoreTags(ctx, r, m.text, parts, hits); err != nil {

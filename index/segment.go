@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -29,10 +30,23 @@ import (
 // Only docs the whole request matches are ranked (a part is a subset of
 // the request's terms, under the same relevance cutoff), so Total, facets
 // and filters are those of the whole request (docs/decisions.md).
+//
+// A concise request for two or three things is often one sentence ("get
+// the forecast for Paris, book a table and call a taxi"). Where the
+// sentences make fewer than two parts, the clauses may: cut at commas and
+// before "and", a clause holding minPartTerms terms is a part. One intent
+// told at length has clauses too ("a blender that is powerful, durable
+// and easy to clean"), and ranking every clause would cost a fifth to a
+// third more CPU a search, so clause parts only re-rank the whole request's clausePool best
+// docs, each doc scored for each clause from the terms' lists (fuseClauses):
+// an answer to the second intent that the first intent's answers push to
+// rank 15 comes back to page one; one the request's words leave further
+// down stays there.
 const (
 	maxParts     = 4   // more sentences than this: the last part takes the rest
-	minPartTerms = 3   // terms found in the index a sentence needs to be a part
+	minPartTerms = 3   // terms found in the index a sentence (or clause) needs to be a part
 	partWeight   = 0.9 // a part's best doc scores this share of the request's best
+	clausePool   = 20  // the whole request's best docs that clause parts re-rank
 )
 
 // sentences splits text after each '.', '!', '?' or ';' followed by white
@@ -74,19 +88,54 @@ func sentenceSpans(text string) [][2]int {
 	return out
 }
 
+// clauseSpans is sentenceSpans with each sentence cut further into its
+// clauses: after a comma followed by white space, and before " and ".
+func clauseSpans(text string) [][2]int {
+	var out [][2]int
+	for _, sp := range sentenceSpans(text) {
+		start := sp[0]
+		for i := sp[0]; i < sp[1]; i++ {
+			switch {
+			case text[i] == ',' && i+1 < sp[1] && (text[i+1] == ' ' || text[i+1] == '\t'):
+				out = append(out, [2]int{start, i + 1})
+				start = i + 1
+			case text[i] == ' ' && strings.HasPrefix(text[i:sp[1]], " and "):
+				out = append(out, [2]int{start, i})
+				start = i
+			}
+		}
+		out = append(out, [2]int{start, sp[1]})
+	}
+	return out
+}
+
 // parts returns the plans of text's parts: per sentence holding at least
 // minPartTerms of p's terms, p cut down to those terms, with p's split
 // into must and should terms; a sentence with no must term (only words
-// the relevance cutoff finds common) is no part. Nil unless there are two
-// parts or more.
-func (ix *Index) parts(p *textPlan, text string) []textPlan {
+// the relevance cutoff finds common) is no part. Where the sentences make
+// fewer than two parts, the clauses may (BM25F only): clauses reports
+// that they did. Nil unless there are two parts or more.
+func (ix *Index) parts(p *textPlan, text string) (parts []textPlan, clauses bool) {
 	if len(p.terms) < 2*minPartTerms {
-		return nil
+		return nil, false
 	}
+	if out := p.parts(sentenceSpans(text)); out != nil || ix.bleveScoring {
+		return out, false
+	}
+	if !strings.Contains(text, ",") && !strings.Contains(text, " and ") {
+		return nil, false
+	}
+	out := p.parts(clauseSpans(text))
+	return out, out != nil
+}
+
+// parts is the plans of p's parts over text's spans (in order), nil
+// unless there are two or more.
+func (p *textPlan) parts(text [][2]int) []textPlan {
 	var sets [][]int   // per part, indexes into p.terms, ascending
 	var spans [][]word // per part, its words
 	w := 0             // into p.words, which are in text order
-	for _, span := range sentenceSpans(text) {
+	for _, span := range text {
 		var idx []int
 		from := w
 		for ; w < len(p.words) && p.words[w].at < span[1]; w++ {
@@ -223,6 +272,45 @@ func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, 
 			return out, nil
 		}
 	}
+}
+
+// fuseClauses re-ranks the best docs of whole (whole[:clausePool], a
+// pool) with the clause parts: as fuse does, except that each part's list
+// is the pool's docs scored for it (the doc's terms looked up, then the
+// part's word pairs), not a ranking of the index. Past the pool whole
+// stays in its order: a pool doc scores at least its score for the
+// request, so at least every doc after it. The pool is the same whatever
+// n, so pages of any size agree.
+func (ix *Index) fuseClauses(ctx context.Context, r bleveindex.IndexReader, parts []textPlan, whole []Hit, n int) ([]Hit, error) {
+	pool := whole[:min(len(whole), clausePool)]
+	if len(pool) == 0 {
+		return whole, nil
+	}
+	lists := make([][]Hit, len(parts))
+	for i := range parts {
+		rk := ranker{}
+		if err := rk.open(ctx, ix, r, &parts[i], false); err != nil {
+			return nil, err
+		}
+		rk.coordination()
+		var list []Hit
+		for _, h := range pool {
+			if h.doc > math.MaxUint32 {
+				continue
+			}
+			if score, ok := rk.scoreDoc(uint32(h.doc)); ok {
+				list = append(list, Hit{Raw: score, doc: h.doc})
+			}
+		}
+		slices.SortFunc(list, byRank)
+		list, err := ix.rescorePairs(ctx, r, &parts[i], list)
+		if err != nil {
+			return nil, err
+		}
+		lists[i] = list
+	}
+	out := append(merge(pool, lists, pool[0].Raw, len(pool)), whole[len(pool):]...)
+	return out[:min(len(out), n)], nil
 }
 
 // rankParts ranks each part whose list is nil, depth[i] deep above c, and

@@ -35,10 +35,39 @@ func TestSentences(t *testing.T) {
 	}
 }
 
+func TestClauses(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want []string
+	}{
+		{"one clause", "find flights to Tokyo", []string{"find flights to Tokyo"}},
+		{"commas and and", "get the forecast for Paris, book a table and call a taxi",
+			[]string{"get the forecast for Paris,", " book a table", " and call a taxi"}},
+		{"within sentences", "Find flights. Book a hotel and a car", []string{"Find flights.", " Book a hotel", " and a car"}},
+		{"not inside a word", "a brand new android app for sandals", []string{"a brand new android app for sandals"}},
+		{"not inside a number", "notify 1,000 users", []string{"notify 1,000 users"}},
+		{"empty", "", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, sp := range clauseSpans(tc.text) {
+				got = append(got, tc.text[sp[0]:sp[1]])
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("clauseSpans(%q) = %q, want %q", tc.text, got, tc.want)
+			}
+		})
+	}
+}
+
 // TestFusedPagesAgree checks that a request of several parts ranks the
-// same first page whatever the page size: a page of n hits ranks its
-// parts only above the whole request's n-th score (a floor), and must
-// agree with a ranking of every match, where there is no floor.
+// same pages whatever the page size: a page of n hits ranks its sentence
+// parts only above the whole request's n-th score (a floor), and clause
+// parts re-rank a pool of the whole request's best that is the same for
+// every page; either must agree with a ranking of every match, where there
+// is no floor, and a second page must go on where the first stopped.
 func TestFusedPagesAgree(t *testing.T) {
 	ix, rng, vocab, zipf := zipfIndex(t, false, 21, 4)
 	sentence := func() string {
@@ -48,55 +77,67 @@ func TestFusedPagesAgree(t *testing.T) {
 		}
 		return strings.Join(w, " ")
 	}
-	split := 0
-	for q := range 100 {
-		text := sentence() + ". " + sentence() + "? " + sentence()
-		if q%3 == 0 {
-			text += "; " + sentence()
-		}
-		deep, err := ix.search(t.Context(), SearchRequest{Text: text, Size: maxSearchSize}, 0, maxSearchSize)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if deep.More {
-			continue // more matches than one ranking holds: it has a floor too
-		}
-		for _, size := range []int{1, 5, 10} {
-			page, err := ix.search(t.Context(), SearchRequest{Text: text, Size: size}, 0, size)
-			if err != nil {
-				t.Fatal(err)
+	same := func(a, b Hit) bool { return a.ID == b.ID && a.Raw == b.Raw }
+	for _, kind := range []string{"sentences", "clauses"} {
+		t.Run(kind, func(t *testing.T) {
+			split := 0
+			for q := range 100 {
+				text := sentence() + ". " + sentence() + "? " + sentence()
+				if q%3 == 0 {
+					text += "; " + sentence()
+				}
+				if kind == "clauses" {
+					text = sentence() + " " + sentence() + ", " + sentence() + " and " + sentence()
+				}
+				deep, err := ix.search(t.Context(), SearchRequest{Text: text, Size: maxSearchSize}, 0, maxSearchSize)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if deep.More && kind == "sentences" {
+					continue // more matches than one ranking holds: it has a floor too
+				}
+				for _, pg := range []struct{ from, size int }{{0, 1}, {0, 5}, {0, 10}, {5, 5}, {10, 10}, {15, 10}} {
+					page, err := ix.search(t.Context(), SearchRequest{Text: text, Size: pg.size}, pg.from, pg.size)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := deep.Hits[min(pg.from, len(deep.Hits)):min(pg.from+pg.size, len(deep.Hits))]
+					if !slices.EqualFunc(page.Hits, want, same) {
+						t.Fatalf("%q from %d size %d:\n%+v\nthe same of every match:\n%+v", text, pg.from, pg.size, page.Hits, want)
+					}
+				}
+				// With cores to spare (split 3) the parts are ranked at once;
+				// with none (split 1) one after the other, unsplit: the same
+				// page.
+				ix.split = 1
+				lone, err := ix.search(t.Context(), SearchRequest{Text: text, Size: 10}, 0, 10)
+				ix.split = 3
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := deep.Hits[:min(10, len(deep.Hits))]; !slices.EqualFunc(lone.Hits, want, same) {
+					t.Fatalf("%q: parts ranked in turn:\n%+v\nat once:\n%+v", text, lone.Hits, want)
+				}
+				r, gen, err := ix.snapshot()
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := ix.matchQuery(t.Context(), r, gen, text, nil, nil)
+				_ = r.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.text == nil {
+					continue
+				}
+				if parts, clauses := ix.parts(m.text, text); parts != nil && clauses == (kind == "clauses") {
+					split++
+				}
 			}
-			want := deep.Hits[:min(size, len(deep.Hits))]
-			if !slices.EqualFunc(page.Hits, want, func(a, b Hit) bool { return a.ID == b.ID && a.Raw == b.Raw }) {
-				t.Fatalf("%q size %d:\n%+v\nthe first of every match:\n%+v", text, size, page.Hits, want)
+			if split < 50 {
+				t.Fatalf("only %d of 100 requests were compared split into %s", split, kind)
 			}
-		}
-		// With cores to spare (split 3) the parts are ranked at once; with
-		// none (split 1) one after the other, unsplit: the same page.
-		ix.split = 1
-		lone, err := ix.search(t.Context(), SearchRequest{Text: text, Size: 10}, 0, 10)
-		ix.split = 3
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := deep.Hits[:min(10, len(deep.Hits))]; !slices.EqualFunc(lone.Hits, want, func(a, b Hit) bool { return a.ID == b.ID && a.Raw == b.Raw }) {
-			t.Fatalf("%q: parts ranked in turn:\n%+v\nat once:\n%+v", text, lone.Hits, want)
-		}
-		r, gen, err := ix.snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := ix.matchQuery(t.Context(), r, gen, text, nil, nil)
-		_ = r.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.text != nil && ix.parts(m.text, text) != nil {
-			split++
-		}
-	}
-	if split < 50 {
-		t.Fatalf("only %d of 100 requests were compared split into parts", split)
+		})
 	}
 }
 
