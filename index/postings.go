@@ -69,10 +69,46 @@ type decoded struct {
 	// text field, or of the union's two). Nil: never carried.
 	spans []span
 	avg   [2]float64
+	// tops are the docs of the topMax highest values of s, and of s2,
+	// each best first (ties in doc order): where a clause part looks for
+	// its answers (segment.go). Set before the list is shared.
+	tops [2][]uint32
 }
 
 func (d *decoded) bytes() int {
-	return len(d.docs)*4 + len(d.s)*8 + len(d.s2)*8 + len(d.starts)*4 + 64
+	return len(d.docs)*4 + len(d.s)*8 + len(d.s2)*8 + len(d.starts)*4 + (len(d.tops[0])+len(d.tops[1]))*4 + 64
+}
+
+// topMax is how many docs of a list's highest values decoded.tops keeps
+// per text field.
+const topMax = 32
+
+// withTops sets d.tops (unless a list it was carried from had them) and
+// returns d.
+func withTops(d *decoded) *decoded {
+	if d.tops[0] == nil && d.tops[1] == nil {
+		d.tops = [2][]uint32{topDocs(d.docs, d.s), topDocs(d.docs, d.s2)}
+	}
+	return d
+}
+
+// topDocs is the docs of the topMax highest positive values in v, best
+// first, ties in doc order; nil for none.
+func topDocs(docs []uint32, v []float64) []uint32 {
+	var best page
+	for i, x := range v {
+		if h := (hit{doc: uint64(docs[i]), score: x}); x > 0 && (len(best) < topMax || worse(best[0], h)) {
+			best.offer(h, topMax)
+		}
+	}
+	if len(best) == 0 {
+		return nil
+	}
+	out := make([]uint32, 0, len(best))
+	for _, h := range best.sorted() {
+		out = append(out, uint32(h.doc))
+	}
+	return out
 }
 
 // at is the position of the first doc at or past end, searching from p
@@ -358,7 +394,14 @@ type source struct {
 // ("" snap: made, never cached, as for a reader of no known generation).
 func (c *postingCache) load(snap string, r bleveindex.IndexReader, k leafKey, src source) (*decoded, error) {
 	if snap == "" {
-		return src.whole()
+		d, err := src.whole()
+		if err != nil {
+			return nil, err
+		}
+		if k.field != pairField {
+			withTops(d)
+		}
+		return d, nil
 	}
 	if d := c.get(snap, k); d != nil {
 		return d, nil
@@ -374,6 +417,9 @@ func (c *postingCache) load(snap string, r bleveindex.IndexReader, k leafKey, sr
 	}
 	if spans != nil {
 		d.spans, d.avg = spans, src.avg
+	}
+	if k.field != pairField { // a pair's list only re-scores hits
+		withTops(d)
 	}
 	if len(k.term) <= maxCachedTermBytes {
 		c.put(snap, k, d)

@@ -771,31 +771,62 @@ func (rk *ranker) final(sl *slot) float64 {
 	return sl.sum[0]*rk.coord[0][sl.n[0]] + sl.sum[1]*rk.coord[1][sl.n[1]]
 }
 
-// scoreDoc is doc's score, as run would finish it, looked up in the terms'
-// lists one by one (BM25F only); ok is false where the doc holds no must
-// term, so run would not score it. For a few docs, not a walk.
-func (rk *ranker) scoreDoc(doc uint32) (score float64, ok bool) {
-	var sl slot
+// scoreDocs is each of docs' score (docs ascending, distinct), as run
+// would finish it, and whether it holds a must term (else run would not
+// score it): each term's lists are walked forward once, from one doc to
+// the next (seek), not walked block by block. For a few hundred docs.
+func (rk *ranker) scoreDocs(docs []uint32) ([]float64, []bool) {
+	sl := make([]slot, len(docs))
+	x := make([]float64, len(docs))
+	k := make([]uint8, len(docs))
 	for gi, idx := range [2][]int{rk.must, rk.should} {
 		for _, ti := range idx {
 			t := &rk.terms[ti]
-			x, k := 0.0, 0
+			clear(x)
+			clear(k)
 			for _, l := range t.leaves {
-				if j, found := l.list.find(doc); found {
-					x += l.list.s[j] * l.qw
-					if l.list.s2 != nil {
-						x += l.list.s2[j] * l.qw2
+				p := 0
+				for i, d := range docs {
+					if p = seek(l.list.docs, p, d); p == len(l.list.docs) {
+						break
 					}
-					k++
+					if l.list.docs[p] == d {
+						x[i] += l.list.s[p] * l.qw
+						if l.list.s2 != nil {
+							x[i] += l.list.s2[p] * l.qw2
+						}
+						k[i]++
+					}
 				}
 			}
-			if k > 0 {
-				sl.sum[gi] += t.sat(x, k)
-				sl.n[gi]++
+			for i := range docs {
+				if k[i] > 0 {
+					sl[i].sum[gi] += t.sat(x[i], int(k[i]))
+					sl[i].n[gi]++
+				}
 			}
 		}
 	}
-	return rk.final(&sl), sl.n[0] > 0
+	scores := make([]float64, len(docs))
+	ok := make([]bool, len(docs))
+	for i := range sl {
+		scores[i], ok[i] = rk.final(&sl[i]), sl[i].n[0] > 0
+	}
+	return scores, ok
+}
+
+// seek is the position of the first of docs at or past p that is d or
+// more: steps doubling from p, then a binary search of the last step.
+func seek(docs []uint32, p int, d uint32) int {
+	lo, hi, step := p, p, 1
+	for hi < len(docs) && docs[hi] < d {
+		lo = hi + 1
+		hi += step
+		step <<= 1
+	}
+	hi = min(hi, len(docs))
+	i, _ := slices.BinarySearch(docs[lo:hi], d)
+	return lo + i
 }
 
 // add adds the term's score at the docs of the block it matches to group

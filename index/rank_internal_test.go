@@ -714,3 +714,77 @@ func TestRangesFor(t *testing.T) {
 		}
 	}
 }
+
+// TestScoreDocsAgreesWithRun: a doc's score looked up term by term
+// (scoreDocs, what clause parts score their candidates with) is the walk's
+// score for it, to the bit, in both forms; and it holds a must term
+// exactly where the walk, counting every match, scores it.
+func TestScoreDocsAgreesWithRun(t *testing.T) {
+	for _, bleve := range []bool{false, true} {
+		t.Run(map[bool]string{false: "BM25F", true: "Bleve"}[bleve], func(t *testing.T) {
+			ix, rng, vocab, zipf := zipfIndex(t, bleve, 5, 9)
+			ctx := context.Background()
+			compared := 0
+			for range 60 {
+				var words []string
+				for range 1 + rng.IntN(8) {
+					words = append(words, vocab[zipf.Uint64()])
+				}
+				r, gen, err := ix.snapshot()
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := ix.matchQuery(ctx, r, gen, strings.Join(words, " "), nil, nil)
+				if err != nil || m.text == nil {
+					_ = r.Close()
+					if err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				hits, _, err := ix.rankText(ctx, r, m, maxSearchWindow, true, noCut)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := map[uint64]float64{}
+				for _, h := range hits {
+					want[h.doc] = h.Raw
+				}
+				// About every other doc number the search may show (private
+				// docs are not), the matches among them or not.
+				g, err := openGates(ctx, r, ix.bleve.Mapping(), m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var docs []uint32
+				for d := uint32(0); d < 3000; d += 1 + uint32(rng.IntN(3)) {
+					if in, err := g.admit(uint64(d)); err != nil {
+						t.Fatal(err)
+					} else if in {
+						docs = append(docs, d)
+					}
+				}
+				g.close()
+				rk := ranker{}
+				if err := rk.open(ctx, ix, r, m.text, false); err != nil {
+					t.Fatal(err)
+				}
+				rk.coordination()
+				scores, ok := rk.scoreDocs(docs)
+				_ = r.Close()
+				for i, d := range docs {
+					w, matched := want[uint64(d)]
+					if ok[i] != matched || matched && scores[i] != w {
+						t.Fatalf("%q doc %d: scoreDocs %v %v, the walk %v %v", words, d, scores[i], ok[i], w, matched)
+					}
+					if matched {
+						compared++
+					}
+				}
+			}
+			if compared < 1000 {
+				t.Fatalf("only %d scores compared", compared)
+			}
+		})
+	}
+}

@@ -128,18 +128,14 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 	// A request of several sentences (or clauses): each one's best answers
 	// too (segment.go).
 	parts, clauses := ix.parts(m.text, req.Text)
-	deep := depth
-	if clauses {
-		deep = max(depth, clausePool)
-	}
-	hits, total, err := ix.rankText(ctx, r, m, deep, req.Count, noCut)
+	hits, total, err := ix.rankText(ctx, r, m, depth, req.Count, noCut)
 	if err == nil {
 		hits, err = ix.rescorePairs(ctx, r, m.text, hits)
 	}
 	switch {
 	case err != nil:
 	case clauses:
-		hits, err = ix.fuseClauses(ctx, r, parts, hits, depth)
+		hits, err = ix.fuseClauses(ctx, r, m, parts, hits, depth)
 	case parts != nil:
 		hits, err = ix.fuse(ctx, r, m, parts, hits, depth)
 	}

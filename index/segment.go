@@ -36,17 +36,20 @@ import (
 // sentences make fewer than two parts, the clauses may: cut at commas and
 // before "and", a clause holding minPartTerms terms is a part. One intent
 // told at length has clauses too ("a blender that is powerful, durable
-// and easy to clean"), and ranking every clause would cost a fifth to a
-// third more CPU a search, so clause parts only re-rank the whole request's clausePool best
-// docs, each doc scored for each clause from the terms' lists (fuseClauses):
-// an answer to the second intent that the first intent's answers push to
-// rank 15 comes back to page one; one the request's words leave further
-// down stays there.
+// and easy to clean"), and ranking every clause over the index cost a
+// fifth to a third more CPU a search; so a clause part is scored only on
+// candidates: the whole request's clausePool best docs and its terms'
+// best docs, kept with their lists (fuseClauses). Its answers are among
+// those: a doc that answers a clause holds its rarest words, and holds
+// them where they weigh most, in its name or a short description.
 const (
-	maxParts     = 4   // more sentences than this: the last part takes the rest
-	minPartTerms = 3   // terms found in the index a sentence (or clause) needs to be a part
-	partWeight   = 0.9 // a part's best doc scores this share of the request's best
-	clausePool   = 20  // the whole request's best docs that clause parts re-rank
+	maxParts     = 4         // more sentences than this: the last part takes the rest
+	minPartTerms = 3         // terms found in the index a sentence (or clause) needs to be a part
+	partWeight   = 0.9       // a part's best doc scores this share of the request's best
+	clausePool   = pairDepth // the whole request's best docs that clause parts re-rank
+	// How many of a clause term's best docs are a clause part's candidates
+	// (see fuseClauses), and the fewest.
+	clauseTops, clauseTopsMin = topMax, 4
 )
 
 // sentences splits text after each '.', '!', '?' or ';' followed by white
@@ -274,43 +277,122 @@ func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, 
 	}
 }
 
-// fuseClauses re-ranks the best docs of whole (whole[:clausePool], a
-// pool) with the clause parts: as fuse does, except that each part's list
-// is the pool's docs scored for it (the doc's terms looked up, then the
-// part's word pairs), not a ranking of the index. Past the pool whole
-// stays in its order: a pool doc scores at least its score for the
-// request, so at least every doc after it. The pool is the same whatever
-// n, so pages of any size agree.
-func (ix *Index) fuseClauses(ctx context.Context, r bleveindex.IndexReader, parts []textPlan, whole []Hit, n int) ([]Hit, error) {
+// fuseClauses re-ranks whole's best docs, whole[:clausePool] (a pool),
+// with the clause parts, as fuse does with sentence parts, except that a
+// part is not ranked over the index: its candidates are the pool's docs
+// and, per must term of the part, the docs of the term's highest values
+// in each text field (decoded.tops: clauseTops for the part's rarest term,
+// half that for the next, and so on, down to clauseTopsMin), each scored
+// for the part from the terms' lists, then by the part's word pairs. A
+// candidate from outside the pool joins it at or above the pool's last
+// score only, and whole's docs after the pool (but those that joined)
+// follow in their order: a pool doc scores at least its score for the
+// request, so at least every doc after it. Neither the pool nor the
+// candidates depend on n, so pages of any size agree.
+func (ix *Index) fuseClauses(ctx context.Context, r bleveindex.IndexReader, m matched, parts []textPlan, whole []Hit, n int) ([]Hit, error) {
 	pool := whole[:min(len(whole), clausePool)]
 	if len(pool) == 0 {
 		return whole, nil
 	}
+	best, floor := pool[0].Raw, pool[len(pool)-1].Raw
 	lists := make([][]Hit, len(parts))
 	for i := range parts {
-		rk := ranker{}
-		if err := rk.open(ctx, ix, r, &parts[i], false); err != nil {
-			return nil, err
-		}
-		rk.coordination()
-		var list []Hit
-		for _, h := range pool {
-			if h.doc > math.MaxUint32 {
-				continue
-			}
-			if score, ok := rk.scoreDoc(uint32(h.doc)); ok {
-				list = append(list, Hit{Raw: score, doc: h.doc})
-			}
-		}
-		slices.SortFunc(list, byRank)
-		list, err := ix.rescorePairs(ctx, r, &parts[i], list)
+		list, err := ix.clauseHits(ctx, r, m, &parts[i], pool)
 		if err != nil {
 			return nil, err
 		}
-		lists[i] = list
+		// Past the pool, only the docs that would join it.
+		f := scale(list, best)
+		lists[i] = slices.DeleteFunc(list, func(h Hit) bool {
+			return h.doc != list[0].doc && f*h.Raw < floor && !slices.ContainsFunc(pool, func(p Hit) bool { return p.doc == h.doc })
+		})
 	}
-	out := append(merge(pool, lists, pool[0].Raw, len(pool)), whole[len(pool):]...)
+	out := merge(pool, lists, best, len(pool)*(1+len(parts))+len(parts)*2*topMax)
+	for len(out) > len(pool) && out[len(out)-1].Raw < floor {
+		out = out[:len(out)-1] // the part's best, kept for its scale only
+	}
+	joined := make(map[uint64]bool, len(out))
+	for _, h := range out {
+		joined[h.doc] = true
+	}
+	for _, h := range whole[len(pool):] {
+		if len(out) >= n {
+			break
+		}
+		if !joined[h.doc] {
+			out = append(out, h)
+		}
+	}
 	return out[:min(len(out), n)], nil
+}
+
+// clauseHits is part's candidates among the docs m lets the search show
+// (see fuseClauses), scored for part, the best pairDepth first and in
+// order.
+func (ix *Index) clauseHits(ctx context.Context, r bleveindex.IndexReader, m matched, part *textPlan, pool []Hit) ([]Hit, error) {
+	rk := ranker{}
+	if err := rk.open(ctx, ix, r, part, false); err != nil {
+		return nil, err
+	}
+	rk.coordination()
+	cands := make([]uint64, 0, len(pool)+4*clauseTops)
+	for _, h := range pool {
+		cands = append(cands, h.doc)
+	}
+	for j, ti := range rk.must { // rarest first
+		k := max(clauseTopsMin, clauseTops>>j)
+		for _, l := range rk.terms[ti].leaves {
+			for _, top := range l.list.tops {
+				for _, d := range top[:min(k, len(top))] {
+					cands = append(cands, uint64(d))
+				}
+			}
+		}
+	}
+	slices.Sort(cands)
+	// A term's best docs include those the search's filters leave out and
+	// private entries the caller may not see: the gates decide, as in the
+	// ranking.
+	g, err := openGates(ctx, r, ix.bleve.Mapping(), m)
+	if err != nil {
+		return nil, err
+	}
+	defer g.close()
+	docs := make([]uint32, 0, len(cands))
+	for i, d := range cands {
+		if (i > 0 && d == cands[i-1]) || d > math.MaxUint32 {
+			continue
+		}
+		if in, err := g.admit(d); err != nil {
+			return nil, err
+		} else if in {
+			docs = append(docs, uint32(d))
+		}
+	}
+	scores, ok := rk.scoreDocs(docs)
+	var best page // the part's pairDepth best, which its word pairs re-score
+	rest := make([]Hit, 0, len(docs))
+	for i, d := range docs {
+		if !ok[i] {
+			continue
+		}
+		h := hit{doc: uint64(d), score: scores[i]}
+		if len(best) == pairDepth && !worse(best[0], h) {
+			rest = append(rest, Hit{Raw: h.score, doc: h.doc})
+			continue
+		}
+		if len(best) == pairDepth {
+			rest = append(rest, Hit{Raw: best[0].score, doc: best[0].doc})
+		}
+		best.offer(h, pairDepth)
+	}
+	// Best first; past pairDepth the order is left, as only the best sets
+	// the part's scale (a word pair only raises a score).
+	hits := make([]Hit, 0, len(best)+len(rest))
+	for _, h := range best.sorted() {
+		hits = append(hits, Hit{Raw: h.score, doc: h.doc})
+	}
+	return ix.rescorePairs(ctx, r, part, append(hits, rest...))
 }
 
 // rankParts ranks each part whose list is nil, depth[i] deep above c, and

@@ -65,9 +65,10 @@ func TestClauses(t *testing.T) {
 // TestFusedPagesAgree checks that a request of several parts ranks the
 // same pages whatever the page size: a page of n hits ranks its sentence
 // parts only above the whole request's n-th score (a floor), and clause
-// parts re-rank a pool of the whole request's best that is the same for
-// every page; either must agree with a ranking of every match, where there
-// is no floor, and a second page must go on where the first stopped.
+// parts score candidates (the whole request's best and their terms' best
+// docs) that are the same for every page; either must agree with a
+// ranking of every match, where there is no floor, and a second page must
+// go on where the first stopped.
 func TestFusedPagesAgree(t *testing.T) {
 	ix, rng, vocab, zipf := zipfIndex(t, false, 21, 4)
 	sentence := func() string {
@@ -92,6 +93,13 @@ func TestFusedPagesAgree(t *testing.T) {
 				deep, err := ix.search(t.Context(), SearchRequest{Text: text, Size: maxSearchSize}, 0, maxSearchSize)
 				if err != nil {
 					t.Fatal(err)
+				}
+				seen := map[string]bool{}
+				for _, h := range deep.Hits {
+					if seen[h.ID] {
+						t.Fatalf("%q: %s twice in one ranking", text, h.ID)
+					}
+					seen[h.ID] = true
 				}
 				if deep.More && kind == "sentences" {
 					continue // more matches than one ranking holds: it has a floor too

@@ -147,3 +147,47 @@ func TestSearchRequestOfSeveralIntents(t *testing.T) {
 		}
 	})
 }
+
+// TestClauseCandidatesKeepFiltersAndPrivacy: a clause part looks for its
+// answers among its terms' best docs, not only among the request's
+// ranking; those must pass the search's filters and stay private to their
+// owner as every hit does.
+func TestClauseCandidatesKeepFiltersAndPrivacy(t *testing.T) {
+	ix := mustOpenMemory(t)
+	const (
+		secret = "urn:ai:secret.example:fx"
+		fx     = "urn:ai:fx.example:quote"
+		text   = "Search cheap airline flights between airports for my travel dates, cabin class, baggage and two passengers with a return ticket and convert the currency at the exchange rate"
+	)
+	mustPut(t, ix, append(twoIntentDocs(), index.Doc{
+		ID: secret, Name: "fx", DisplayName: "Secret: convert currency exchange rate",
+		Description: "Converts currency at the exchange rate.", Tags: []string{"finance"},
+		Publisher: "secret.example", Owner: "secret.example",
+	}))
+	search := func(req index.SearchRequest) []index.Hit {
+		t.Helper()
+		req.Text, req.Size = text, 50
+		res, err := ix.Search(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Hits
+	}
+	// The precondition: to its owner, unfiltered, the private answer of
+	// the second clause is on page one.
+	if r := rankOf(search(index.SearchRequest{Viewers: []string{"secret.example"}}), secret); r < 0 || r >= 10 {
+		t.Fatalf("to its owner: %s at rank %d, want page one", secret, r)
+	}
+	if r := rankOf(search(index.SearchRequest{}), secret); r >= 0 {
+		t.Errorf("another caller sees the private %s at rank %d", secret, r)
+	}
+	if r := rankOf(search(index.SearchRequest{Viewers: []string{"other.example"}}), secret); r >= 0 {
+		t.Errorf("other.example sees the private %s at rank %d", secret, r)
+	}
+	travel := search(index.SearchRequest{Filter: index.Filter{"tags": {"travel"}}, Viewers: []string{"secret.example"}})
+	for _, id := range []string{fx, secret} {
+		if r := rankOf(travel, id); r >= 0 {
+			t.Errorf("%s (tag finance) at rank %d under a travel filter", id, r)
+		}
+	}
+}
