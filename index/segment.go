@@ -52,20 +52,11 @@ const (
 	clauseTops, clauseTopsMin = topMax, 4
 )
 
-// sentences splits text after each '.', '!', '?' or ';' followed by white
-// space (closing quotes or brackets may come between) and at line breaks.
-// A full stop inside a token ("3.5", "api.example.com") does not split.
-// Sentences keep their marks and leading space: only their words count.
-func sentences(text string) []string {
-	var out []string
-	for _, r := range sentenceSpans(text) {
-		out = append(out, text[r[0]:r[1]])
-	}
-	return out
-}
-
-// sentenceSpans is where sentences has text's sentences: their byte
-// ranges, in order.
+// sentenceSpans is the byte ranges of text's sentences, in order: text
+// is cut after each '.', '!', '?' or ';' followed by white space (closing
+// quotes or brackets may come between) and at line breaks. A full stop
+// inside a token ("3.5", "api.example.com") does not cut. A sentence keeps
+// its marks and leading space: only its words count.
 func sentenceSpans(text string) [][2]int {
 	var out [][2]int
 	start := 0

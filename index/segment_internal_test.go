@@ -8,57 +8,53 @@ import (
 	"testing"
 )
 
-func TestSentences(t *testing.T) {
-	tests := []struct {
+// TestSpans checks where a request is cut into sentences, and sentences
+// into clauses.
+func TestSpans(t *testing.T) {
+	type split struct {
 		name string
 		text string
 		want []string
+	}
+	for _, by := range []struct {
+		name  string
+		spans func(string) [][2]int
+		tests []split
 	}{
-		{"one sentence", "find flights to Tokyo", []string{"find flights to Tokyo"}},
-		{"full stops", "I'm going to Japan. Give me the USD to JPY rate. Also list sights in Tokyo.",
-			[]string{"I'm going to Japan.", " Give me the USD to JPY rate.", " Also list sights in Tokyo."}},
-		{"question and exclamation", "Is it raining in Oslo? Book a taxi! Thanks", []string{"Is it raining in Oslo?", " Book a taxi!", " Thanks"}},
-		{"semicolon", "convert 10 USD to EUR; then email the result", []string{"convert 10 USD to EUR;", " then email the result"}},
-		{"line break", "weather in Paris\nflights to Rome", []string{"weather in Paris", "flights to Rome"}},
-		{"closing quote", `search "cats." then dogs`, []string{`search "cats."`, " then dogs"}},
-		{"no split inside a token", "version 3.5 of api.example.com costs $1.50", []string{"version 3.5 of api.example.com costs $1.50"}},
-		{"repeated marks", "really?! yes", []string{"really?!", " yes"}},
-		{"empty", "", nil},
-		{"trailing space", "one. ", []string{"one."}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := sentences(tc.text); !slices.Equal(got, tc.want) {
-				t.Errorf("sentences(%q) = %q, want %q", tc.text, got, tc.want)
-			}
-		})
-	}
-}
-
-func TestClauses(t *testing.T) {
-	tests := []struct {
-		name string
-		text string
-		want []string
-	}{
-		{"one clause", "find flights to Tokyo", []string{"find flights to Tokyo"}},
-		{"commas and and", "get the forecast for Paris, book a table and call a taxi",
-			[]string{"get the forecast for Paris,", " book a table", " and call a taxi"}},
-		{"within sentences", "Find flights. Book a hotel and a car", []string{"Find flights.", " Book a hotel", " and a car"}},
-		{"not inside a word", "a brand new android app for sandals", []string{"a brand new android app for sandals"}},
-		{"not inside a number", "notify 1,000 users", []string{"notify 1,000 users"}},
-		{"empty", "", nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, sp := range clauseSpans(tc.text) {
-				got = append(got, tc.text[sp[0]:sp[1]])
-			}
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("clauseSpans(%q) = %q, want %q", tc.text, got, tc.want)
-			}
-		})
+		{"sentences", sentenceSpans, []split{
+			{"one sentence", "find flights to Tokyo", []string{"find flights to Tokyo"}},
+			{"full stops", "I'm going to Japan. Give me the USD to JPY rate. Also list sights in Tokyo.",
+				[]string{"I'm going to Japan.", " Give me the USD to JPY rate.", " Also list sights in Tokyo."}},
+			{"question and exclamation", "Is it raining in Oslo? Book a taxi! Thanks", []string{"Is it raining in Oslo?", " Book a taxi!", " Thanks"}},
+			{"semicolon", "convert 10 USD to EUR; then email the result", []string{"convert 10 USD to EUR;", " then email the result"}},
+			{"line break", "weather in Paris\nflights to Rome", []string{"weather in Paris", "flights to Rome"}},
+			{"closing quote", `search "cats." then dogs`, []string{`search "cats."`, " then dogs"}},
+			{"no split inside a token", "version 3.5 of api.example.com costs $1.50", []string{"version 3.5 of api.example.com costs $1.50"}},
+			{"repeated marks", "really?! yes", []string{"really?!", " yes"}},
+			{"empty", "", nil},
+			{"trailing space", "one. ", []string{"one."}},
+		}},
+		{"clauses", clauseSpans, []split{
+			{"one clause", "find flights to Tokyo", []string{"find flights to Tokyo"}},
+			{"commas and and", "get the forecast for Paris, book a table and call a taxi",
+				[]string{"get the forecast for Paris,", " book a table", " and call a taxi"}},
+			{"within sentences", "Find flights. Book a hotel and a car", []string{"Find flights.", " Book a hotel", " and a car"}},
+			{"not inside a word", "a brand new android app for sandals", []string{"a brand new android app for sandals"}},
+			{"not inside a number", "notify 1,000 users", []string{"notify 1,000 users"}},
+			{"empty", "", nil},
+		}},
+	} {
+		for _, tc := range by.tests {
+			t.Run(by.name+"/"+tc.name, func(t *testing.T) {
+				var got []string
+				for _, sp := range by.spans(tc.text) {
+					got = append(got, tc.text[sp[0]:sp[1]])
+				}
+				if !slices.Equal(got, tc.want) {
+					t.Errorf("%s of %q = %q, want %q", by.name, tc.text, got, tc.want)
+				}
+			})
+		}
 	}
 }
 
