@@ -292,10 +292,14 @@ func (ix *Index) fuseClauses(ctx context.Context, r bleveindex.IndexReader, m ma
 		if err != nil {
 			return nil, err
 		}
-		// Past the pool, only the docs that would join it.
-		f := scale(list, best)
+		if len(list) == 0 {
+			continue
+		}
+		// Of the docs outside the pool, those that would join it, and the
+		// part's best, which sets its scale.
+		f, top := scale(list, best), list[0].doc
 		lists[i] = slices.DeleteFunc(list, func(h Hit) bool {
-			return h.doc != list[0].doc && f*h.Raw < floor && !slices.ContainsFunc(pool, func(p Hit) bool { return p.doc == h.doc })
+			return h.doc != top && f*h.Raw < floor && !slices.ContainsFunc(pool, func(p Hit) bool { return p.doc == h.doc })
 		})
 	}
 	out := merge(pool, lists, best, len(pool)*(1+len(parts))+len(parts)*2*topMax)
