@@ -224,6 +224,48 @@ func BenchmarkMetaToolAtScale(b *testing.B) {
 	}
 }
 
+// BenchmarkOneSentenceAtScale hides the toolsdk operations among 100k
+// docs and asks for two or three of them in one sentence ("A, b and c",
+// oneSentence): the relevance clause parts keep (nDCG@10, Recall@10) where
+// the right answers compete with 100k others, and what such requests cost.
+func BenchmarkOneSentenceAtScale(b *testing.B) {
+	ops := toolsdkOperations(b)
+	ix := benchIndex(b, append(slices.Clone(ops.docs), corpus(b, 100_000-len(ops.docs))...))
+	ctx := b.Context()
+	for _, k := range []int{2, 3} {
+		set := oneSentence(ops, 2000, k)
+		b.Run(fmt.Sprintf("intents=%d", k), func(b *testing.B) {
+			for i := range b.N {
+				var lat []time.Duration
+				var total time.Duration
+				search := func(q string) []string {
+					// A word no doc has keeps the result cache out of the measure.
+					s := time.Now()
+					res, err := ix.Search(ctx, index.SearchRequest{Text: fmt.Sprintf("%s zq%dx", q, i), Size: 10})
+					d := time.Since(s)
+					if err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, d)
+					total += d
+					ids := make([]string, 0, len(res.Hits))
+					for _, h := range res.Hits {
+						ids = append(ids, h.ID)
+					}
+					return ids
+				}
+				ndcg, recall := evaluate(set, search).all()
+				slices.Sort(lat)
+				b.ReportMetric(ndcg, "nDCG@10")
+				b.ReportMetric(recall, "Recall@10")
+				b.ReportMetric(float64(total.Microseconds())/float64(len(lat))/1000, "mean-ms")
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+			}
+		})
+	}
+}
+
 // BenchmarkSearchWhileWriting runs MetaTool's requests (each new to the
 // process) against 100k docs, with writes=none nothing else, with
 // writes=every50 a publisher republishing one entry before every 50
