@@ -83,13 +83,12 @@ func (d *decoded) bytes() int {
 // per text field.
 const topMax = 32
 
-// withTops sets d.tops (unless a list it was carried from had them) and
-// returns d.
-func withTops(d *decoded) *decoded {
-	if d.tops[0] == nil && d.tops[1] == nil {
+// setTops sets d.tops for a text list under key k (a pair's list only
+// re-scores hits), unless a list it was carried from had them.
+func setTops(k leafKey, d *decoded) {
+	if k.field != pairField && d.tops[0] == nil && d.tops[1] == nil {
 		d.tops = [2][]uint32{topDocs(d.docs, d.s), topDocs(d.docs, d.s2)}
 	}
-	return d
 }
 
 // topDocs is the docs of the topMax highest positive values in v, best
@@ -112,7 +111,10 @@ func topDocs(docs []uint32, v []float64) []uint32 {
 }
 
 // at is the position of the first doc at or past end, searching from p
-// (at or before it).
+// (at or before it): at a block's start from starts, else in steps
+// doubling from p, then a binary search of the last step, so that a
+// search for the next of a few sorted docs (ranker.scoreDocs) reads near
+// p.
 func (d *decoded) at(p int, end uint32) int {
 	if end%d.block == 0 {
 		if k := int(end / d.block); k < len(d.starts) {
@@ -120,27 +122,28 @@ func (d *decoded) at(p int, end uint32) int {
 		}
 		return len(d.docs)
 	}
-	return p + sort.Search(len(d.docs)-p, func(i int) bool { return d.docs[p+i] >= end })
+	lo, hi, step := p, p, 1
+	for hi < len(d.docs) && d.docs[hi] < end {
+		lo = hi + 1
+		hi += step
+		step <<= 1
+	}
+	i, _ := slices.BinarySearch(d.docs[lo:min(hi, len(d.docs))], end)
+	return lo + i
 }
 
 // holds reports whether doc is in the list: a binary search of its block.
 func (d *decoded) holds(doc uint32) bool {
-	_, found := d.find(doc)
-	return found
-}
-
-// find is the position of doc in the list, and whether the list holds it.
-func (d *decoded) find(doc uint32) (int, bool) {
 	from, to := 0, len(d.docs)
 	if k := int(doc / d.block); k+1 < len(d.starts) {
 		from, to = int(d.starts[k]), int(d.starts[k+1])
 	} else if k < len(d.starts) {
 		from = int(d.starts[k])
 	} else {
-		return 0, false
+		return false
 	}
-	i, found := slices.BinarySearch(d.docs[from:to], doc)
-	return from + i, found
+	_, found := slices.BinarySearch(d.docs[from:to], doc)
+	return found
 }
 
 // leafKey names a leaf: a term in a text field (an index into textFields),
@@ -398,9 +401,7 @@ func (c *postingCache) load(snap string, r bleveindex.IndexReader, k leafKey, sr
 		if err != nil {
 			return nil, err
 		}
-		if k.field != pairField {
-			withTops(d)
-		}
+		setTops(k, d)
 		return d, nil
 	}
 	if d := c.get(snap, k); d != nil {
@@ -418,9 +419,7 @@ func (c *postingCache) load(snap string, r bleveindex.IndexReader, k leafKey, sr
 	if spans != nil {
 		d.spans, d.avg = spans, src.avg
 	}
-	if k.field != pairField { // a pair's list only re-scores hits
-		withTops(d)
-	}
+	setTops(k, d)
 	if len(k.term) <= maxCachedTermBytes {
 		c.put(snap, k, d)
 	}

@@ -773,8 +773,8 @@ func (rk *ranker) final(sl *slot) float64 {
 
 // scoreDocs is each of docs' score (docs ascending, distinct), as run
 // would finish it, and whether it holds a must term (else run would not
-// score it): each term's lists are walked forward once, from one doc to
-// the next (seek), not walked block by block. For a few hundred docs.
+// score it): each term's lists are read forward once, from one doc to the
+// next (decoded.at), not walked block by block. For a few hundred docs.
 func (rk *ranker) scoreDocs(docs []uint32) ([]float64, []bool) {
 	sl := make([]slot, len(docs))
 	x := make([]float64, len(docs))
@@ -787,7 +787,7 @@ func (rk *ranker) scoreDocs(docs []uint32) ([]float64, []bool) {
 			for _, l := range t.leaves {
 				p := 0
 				for i, d := range docs {
-					if p = seek(l.list.docs, p, d); p == len(l.list.docs) {
+					if p = l.list.at(p, d); p == len(l.list.docs) {
 						break
 					}
 					if l.list.docs[p] == d {
@@ -813,20 +813,6 @@ func (rk *ranker) scoreDocs(docs []uint32) ([]float64, []bool) {
 		scores[i], ok[i] = rk.final(&sl[i]), sl[i].n[0] > 0
 	}
 	return scores, ok
-}
-
-// seek is the position of the first of docs at or past p that is d or
-// more: steps doubling from p, then a binary search of the last step.
-func seek(docs []uint32, p int, d uint32) int {
-	lo, hi, step := p, p, 1
-	for hi < len(docs) && docs[hi] < d {
-		lo = hi + 1
-		hi += step
-		step <<= 1
-	}
-	hi = min(hi, len(docs))
-	i, _ := slices.BinarySearch(docs[lo:hi], d)
-	return lo + i
 }
 
 // add adds the term's score at the docs of the block it matches to group

@@ -302,7 +302,7 @@ func (ix *Index) fuseClauses(ctx context.Context, r bleveindex.IndexReader, m ma
 			return h.doc != top && f*h.Raw < floor && !slices.ContainsFunc(pool, func(p Hit) bool { return p.doc == h.doc })
 		})
 	}
-	out := merge(pool, lists, best, len(pool)*(1+len(parts))+len(parts)*2*topMax)
+	out := merge(pool, lists, best, math.MaxInt) // all, by fused score
 	for len(out) > len(pool) && out[len(out)-1].Raw < floor {
 		out = out[:len(out)-1] // the part's best, kept for its scale only
 	}
