@@ -126,9 +126,9 @@ func (ix *Index) parts(p *textPlan, text string) (parts []textPlan, clauses bool
 // parts is the plans of p's parts over text's spans (in order), nil
 // unless there are two or more.
 func (p *textPlan) parts(text [][2]int) []textPlan {
-	var sets [][]int   // per part, indexes into p.terms, ascending
-	var spans [][]word // per part, its words
-	w := 0             // into p.words, which are in text order
+	var sets [][]int     // per part, indexes into p.terms, ascending
+	var spans [][][2]int // per part, its words: ranges of p.words
+	w := 0               // into p.words, which are in text order
 	for _, span := range text {
 		var idx []int
 		from := w
@@ -149,11 +149,14 @@ func (p *textPlan) parts(text [][2]int) []textPlan {
 		if len(sets) == maxParts {
 			last := &sets[maxParts-1]
 			*last = slices.Compact(slices.Sorted(slices.Values(append(*last, idx...))))
-			spans[maxParts-1] = append(spans[maxParts-1], p.words[from:w]...)
+			spans[maxParts-1] = append(spans[maxParts-1], [2]int{from, w})
 			continue
 		}
 		sets = append(sets, idx)
-		spans = append(spans, slices.Clone(p.words[from:w]))
+		spans = append(spans, [][2]int{{from, w}})
+	}
+	if len(sets) < 2 {
+		return nil
 	}
 	var out []textPlan
 	for i, idx := range sets {
@@ -164,7 +167,11 @@ func (p *textPlan) parts(text [][2]int) []textPlan {
 			continue
 		}
 		if sub, ok := p.sub(idx); ok {
-			sub.words, sub.pairs = spans[i], queryPairs(spans[i])
+			sub.words = nil
+			for _, r := range spans[i] {
+				sub.words = append(sub.words, p.words[r[0]:r[1]]...)
+			}
+			sub.pairs = queryPairs(sub.words)
 			out = append(out, sub)
 		}
 	}
