@@ -19,7 +19,7 @@ import (
 // schemaVersion changes whenever toDocument or the query side changes what a
 // field holds; together with the mapping JSON it forms the stored mapping
 // version, and any difference makes Open discard and rebuild the index.
-const schemaVersion = "ardx-index-6" // 4: benchmark queries held out; payment fields (two branches both said 4); 5: both; 6: word pairs
+const schemaVersion = "ardx-index-7" // 4: benchmark queries held out; payment fields (two branches both said 4); 5: both; 6: word pairs; 7: words as written
 
 // Index field names. Filter and facet keys are the field names themselves,
 // so a key maps to a field with no translation table.
@@ -27,6 +27,7 @@ const (
 	fieldName   = "name"   // text: URN name segment and display name
 	fieldSearch = "search" // text: every other searchable text, weighted (weight* constants)
 	fieldPairs  = "pairs"  // keyword: adjacent word pairs, frequency pairInName/pairInText (pairs.go)
+	fieldExact  = "exact"  // keyword: the words of the text fields as written, lower-cased (exact.go)
 
 	fieldType         = "type"
 	fieldTags         = "tags"
@@ -245,6 +246,9 @@ func (a analyzers) toDocument(d *Doc) *document.Document {
 	for _, p := range a.pairs(d) {
 		f := document.NewTextFieldCustom(fieldPairs, nil, []byte(p.pair), filterOptions, a.keyword)
 		doc.AddField(&weightedText{TextField: f, weight: p.freq})
+	}
+	for _, w := range exactWordsOf(d) {
+		doc.AddField(document.NewTextFieldCustom(fieldExact, nil, []byte(w), filterOptions, a.keyword))
 	}
 	kw(fieldSortName, keywordOptions, sortName(d))
 	kw(fieldCreatedAt, keywordOptions, formatTime(d.CreatedAt))

@@ -83,10 +83,11 @@ func (d *decoded) bytes() int {
 // per text field.
 const topMax = 32
 
-// setTops sets d.tops for a text list under key k (a pair's list only
-// re-scores hits), unless a list it was carried from had them.
+// setTops sets d.tops for a text list under key k (a keyword's list, a
+// word pair's or a word's as written, only re-scores hits), unless a list
+// it was carried from had them.
 func setTops(k leafKey, d *decoded) {
-	if k.field != pairField && d.tops[0] == nil && d.tops[1] == nil {
+	if k.field < pairField && d.tops[0] == nil && d.tops[1] == nil {
 		d.tops = [2][]uint32{topDocs(d.docs, d.s), topDocs(d.docs, d.s2)}
 	}
 }
@@ -299,13 +300,13 @@ func absentIn(dicts [][]segment.TermDictionary, term string, from, to int) bool 
 }
 
 // dictFields are the fields whose term dictionaries the cache keeps: the
-// text fields, then the word pairs.
+// text fields, then the word pairs, then the words as written.
 var dictFields = func() []string {
 	var out []string
 	for _, f := range textFields {
 		out = append(out, f.name)
 	}
-	return append(out, fieldPairs)
+	return append(out, fieldPairs, fieldExact)
 }()
 
 // dictionaries returns the term dictionaries of dictFields in is's segments.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	porterstemmer "github.com/blevesearch/go-porterstemmer"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -511,7 +512,7 @@ func floorRanking(t *testing.T, ix *Index, text string, n int, floor float64) []
 // doc comment, computed doc by doc from Bleve's postings, and how many
 // docs match; with pairs, the first pairDepth re-scored by the word pairs
 // they hold, as pairs.go's doc comment has it, then by their categories
-// (tags.go).
+// (tags.go), then by the words they hold as written (exact.go).
 func formulaRanking(t *testing.T, ix *Index, text string, size int, pairs bool) ([]Hit, uint64) {
 	t.Helper()
 	ctx := context.Background()
@@ -661,6 +662,38 @@ func formulaRanking(t *testing.T, ix *Index, text string, size int, pairs bool) 
 				}
 			}
 			top[i].Raw *= 1 + tagWeight*share
+		}
+		slices.SortFunc(top, order)
+		// Then by the request's words they hold as written (exact.go).
+		top = hits[:min(exactDepth, len(hits))]
+		held := make([]float64, len(top))
+		total := 0.0
+		for _, w := range exactWords(nil, text, maxExactWords) {
+			// Only words whose stem is a term of the request, and not a
+			// common one.
+			stem := string(porterstemmer.StemWithoutLowerCasing([]rune(w)))
+			ti := slices.IndexFunc(p.terms, func(t queryTerm) bool { return t.term == stem })
+			if ti < 0 || slices.Contains(p.should, ti) {
+				continue
+			}
+			holders := map[string]float64{} // doc → its length in words as written
+			eachPosting(t, r, w, fieldExact, func(id string, d *bleveindex.TermFieldDoc) { holders[id] = 1 / (d.Norm * d.Norm) })
+			if len(holders) == 0 {
+				continue
+			}
+			weight := idf(p.docs, uint64(len(holders)))
+			total += weight
+			for i := range top {
+				if length, ok := holders[top[i].ID]; ok {
+					x := 1 / (1 - 0.75 + 0.75*length/exactPivot)
+					held[i] += weight * x * 2.2 / (1.2 + x)
+				}
+			}
+		}
+		for i := range top {
+			if total > 0 {
+				top[i].Raw *= 1 + exactWeight*held[i]/total
+			}
 		}
 		slices.SortFunc(top, order)
 	}

@@ -361,10 +361,8 @@ func (b *plainBM25) rank(q string) []string {
 // sit a little under what the ranking measures, so a regression shows:
 // MetaTool nDCG@10 0.52 and 1.15× plain BM25, toolsdk operations 1.12×
 // plain BM25 (1.2× on its first 500 docs, the size of one team's
-// registry), requests of two intents 1.1×, one-sentence requests 1.05×
-// (they measure 1.12×: a request's parts are its sentences, and ranking
-// its clauses apart too lifted them to 1.22× and 1.30× for a third more
-// CPU a search; docs/decisions.md).
+// registry), requests of two intents 1.1×, one-sentence requests 1.16×
+// (without clause parts they measure 1.12×; docs/decisions.md).
 func TestRelevanceSets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("relevance evaluation is slow; skipped with -short")

@@ -146,6 +146,10 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 	if hits, err = ix.rescoreTags(ctx, r, m.text, parts, hits); err != nil {
 		return SearchResult{}, m, err
 	}
+	// Then by the request's words they hold as written (exact.go).
+	if hits, err = ix.rescoreExact(ctx, r, m.text, req.Text, hits); err != nil {
+		return SearchResult{}, m, err
+	}
 	out := SearchResult{More: len(hits) > window}
 	if req.Count {
 		out.Total = total

@@ -1,0 +1,215 @@
+package index
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	bleveindex "github.com/blevesearch/bleve_index_api"
+	porterstemmer "github.com/blevesearch/go-porterstemmer"
+)
+
+// Words as written.
+//
+// The ranking matches stems: "tags" finds "tag", "repositories" finds
+// "repository". Stemming also joins words that only share a stem: a
+// request's "interested" matches an operation named "interests", its
+// "general" one that will "generate", its "news" an entry that is "new".
+// So after the categories, the first exactDepth hits are re-scored by how
+// much of the request each holds word for word. The request's words are
+// its runs of letters and digits, lower-cased, English stop words out (as
+// plain BM25 cuts them), whose Porter stems are terms of the request and
+// not ones the relevance cutoff finds common; an entry's are those of its
+// name, display name,
+// description, tags, capabilities, publisher and representative queries,
+// indexed once each as keywords of fieldExact, so the field's length is
+// the entry's count of distinct words. A hit's share is the sum, over the
+// request's words it holds, of the word's idf times its BM25 weight in
+// the hit (one occurrence over the length norm with pivot exactPivot,
+// saturated: an entry of exactPivot words counts 1 a word, a longer one
+// less), over the sum of the idf of the request's words some entry holds
+// (idf over the entries holding the word as written).
+// Its raw score is multiplied by 1 + exactWeight × its share. A hit's
+// factor depends on the request and the index alone, so filters change no
+// score; only the first exactDepth move, among themselves, and no factor
+// is under 1, so each still scores at least as much as any hit after
+// them: a page of any size starts the same ranking. Each word's docs are
+// decoded as a text leaf's (cached the same way; an absent word as an
+// empty list, which the dictionaries tell).
+//
+// Measured in docs/decisions.md (issue 19, fifteenth session): without
+// the length norm the step lost among 100k entries (long entries hold
+// more of any request); with per-part shares (as the categories weigh
+// parts) it lost on the multi-intent sets, so the share is the whole
+// request's.
+const (
+	exactDepth  = pairDepth
+	exactWeight = 0.5
+	// exactPivot is the length (in distinct words as written) at which an
+	// entry's words count as they are: a longer one's count less, a
+	// shorter one's more, as BM25's length norm has it (b 0.75).
+	exactPivot = 8
+	// maxExactWords bounds the words of a request looked up (as the
+	// terms are bounded by maxQueryTerms).
+	maxExactWords = 64
+)
+
+// exactPostings is the docs holding word in fieldExact, each with its
+// length-normalised weight (fieldTF of one occurrence over exactPivot);
+// nil when none does.
+func (ix *Index) exactPostings(ctx context.Context, r bleveindex.IndexReader, snap, word string) (*decoded, error) {
+	d, err := ix.postings.load(snap, r, leafKey{word, exactField}, source{
+		whole: func() (*decoded, error) {
+			if snap != "" && ix.postings.absentFrom(snap, r, word, exactField, exactField+1) {
+				return &decoded{block: 1 << blockBits}, nil
+			}
+			return decode(ctx, r, word, fieldExact, 0, exactPivot, false, 1<<blockBits)
+		},
+		part: func(sp span) (*decoded, error) {
+			return decodePart(ctx, sp, word, fieldExact, exactPivot, false, 1<<blockBits)
+		},
+		avg: [2]float64{exactPivot},
+	})
+	if err != nil || len(d.docs) == 0 {
+		return nil, err
+	}
+	return d, nil
+}
+
+// exactField is fieldExact's index in dictFields and its key in the
+// posting cache (leafKey.field).
+var exactField = pairField + 1
+
+// exactStop is the English stop list the text analyzer drops too.
+var exactStop = func() map[string]bool {
+	m := map[string]bool{}
+	for _, line := range strings.Split(string(en.EnglishStopWords), "\n") {
+		line, _, _ = strings.Cut(line, "|")
+		for _, w := range strings.Fields(line) {
+			m[w] = true
+		}
+	}
+	return m
+}()
+
+// exactWords appends to out the distinct words of s as written (see
+// eachWord) that out lacks, up to max words in all.
+func exactWords(out []string, s string, max int) []string {
+	eachWord(s, func(w string) bool {
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+		return len(out) < max
+	})
+	return out
+}
+
+// eachWord calls fn with each word of s as written, in order, while fn
+// returns true: its runs of letters and digits, lower-cased, but English
+// stop words.
+func eachWord(s string, fn func(w string) bool) {
+	for i := 0; i < len(s); {
+		j := strings.IndexFunc(s[i:], isWordRune)
+		if j < 0 {
+			return
+		}
+		i += j
+		k := strings.IndexFunc(s[i:], func(r rune) bool { return !isWordRune(r) })
+		if k < 0 {
+			k = len(s) - i
+		}
+		w := strings.ToLower(s[i : i+k])
+		i += k
+		if !exactStop[w] && !fn(w) {
+			return
+		}
+	}
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// exactWordsOf is d's distinct words as written over every value of its
+// text fields (see toDocument), in order of first use.
+func exactWordsOf(d *Doc) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, values := range [][]string{{d.Name, d.DisplayName, d.Description, d.Publisher}, d.Tags, d.Capabilities, d.Queries, d.Text} {
+		for _, v := range values {
+			eachWord(v, func(w string) bool {
+				if !seen[w] {
+					seen[w] = true
+					out = append(out, w)
+				}
+				return true
+			})
+		}
+	}
+	return out
+}
+
+// exactWordsFor is the words of text as written that rescoreExact looks
+// up: those whose stem is one of p's terms, and not one the relevance
+// cutoff finds common (no entry holds the others as written, and a common
+// word's list is long and says little).
+func exactWordsFor(p *textPlan, text string) []string {
+	words := exactWords(nil, text, maxExactWords)
+	return slices.DeleteFunc(words, func(w string) bool {
+		stem := string(porterstemmer.StemWithoutLowerCasing([]rune(w)))
+		ti := slices.IndexFunc(p.terms, func(t queryTerm) bool { return t.term == stem })
+		return ti < 0 || slices.Contains(p.should, ti)
+	})
+}
+
+// rescoreExact re-scores the first exactDepth of hits, ranked for the plan
+// p of text and ordered best first, by the words of text they hold as
+// written (see above), and orders them again; the hits after them stay as
+// they are.
+func (ix *Index) rescoreExact(ctx context.Context, r bleveindex.IndexReader, p *textPlan, text string, hits []Hit) ([]Hit, error) {
+	top := hits[:min(len(hits), exactDepth)]
+	if len(top) == 0 || ix.bleveScoring {
+		return hits, nil
+	}
+	held := make([]float64, len(top))
+	// The hits in doc order, so that each list is read forward once.
+	order := make([]int, 0, len(top))
+	for i, h := range top {
+		if h.doc <= math.MaxUint32 {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(top[a].doc, top[b].doc) })
+	total := 0.0
+	for _, word := range exactWordsFor(p, text) {
+		list, err := ix.exactPostings(ctx, r, p.snap, word)
+		if err != nil {
+			return nil, err
+		}
+		if list == nil {
+			continue
+		}
+		weight := idf(p.docs, uint64(len(list.docs)))
+		total += weight
+		at := 0
+		for _, i := range order {
+			d := uint32(top[i].doc)
+			if at = list.at(at, d); at == len(list.docs) {
+				break
+			}
+			if list.docs[at] == d {
+				held[i] += weight * saturate(1, list.s[at])
+			}
+		}
+	}
+	if total <= 0 {
+		return hits, nil
+	}
+	for i := range top {
+		top[i].Raw *= 1 + exactWeight*held[i]/total
+	}
+	slices.SortFunc(top, byRank)
+	return hits, nil
+}
