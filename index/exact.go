@@ -1,7 +1,6 @@
 package index
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	bleveindex "github.com/blevesearch/bleve_index_api"
-	porterstemmer "github.com/blevesearch/go-porterstemmer"
 )
 
 // Words as written.
@@ -22,8 +20,8 @@ import (
 // So after the categories, the first exactDepth hits are re-scored by how
 // much of the request each holds word for word. The request's words are
 // its runs of letters and digits, lower-cased, English stop words out (as
-// plain BM25 cuts them), whose Porter stems are terms of the request and
-// not ones the relevance cutoff finds common; an entry's are those of its
+// plain BM25 cuts them), those the analyzer made terms of the request, but
+// the ones the relevance cutoff finds common; an entry's are those of its
 // name, display name,
 // description, tags, capabilities, publisher and representative queries,
 // indexed once each as keywords of fieldExact, so the field's length is
@@ -99,7 +97,7 @@ var exactStop = func() map[string]bool {
 // exactWords appends to out the distinct words of s as written (see
 // eachWord) that out lacks, up to max words in all.
 func exactWords(out []string, s string, max int) []string {
-	eachWord(s, func(w string) bool {
+	eachWord(s, func(_ int, w string) bool {
 		if !slices.Contains(out, w) {
 			out = append(out, w)
 		}
@@ -108,10 +106,10 @@ func exactWords(out []string, s string, max int) []string {
 	return out
 }
 
-// eachWord calls fn with each word of s as written, in order, while fn
-// returns true: its runs of letters and digits, lower-cased, but English
-// stop words.
-func eachWord(s string, fn func(w string) bool) {
+// eachWord calls fn with each word of s as written and its byte offset,
+// in order, while fn returns true: its runs of letters and digits,
+// lower-cased, but English stop words.
+func eachWord(s string, fn func(at int, w string) bool) {
 	for i := 0; i < len(s); {
 		j := strings.IndexFunc(s[i:], isWordRune)
 		if j < 0 {
@@ -122,9 +120,9 @@ func eachWord(s string, fn func(w string) bool) {
 		if k < 0 {
 			k = len(s) - i
 		}
-		w := strings.ToLower(s[i : i+k])
+		at, w := i, strings.ToLower(s[i:i+k])
 		i += k
-		if !exactStop[w] && !fn(w) {
+		if !exactStop[w] && !fn(at, w) {
 			return
 		}
 	}
@@ -139,7 +137,7 @@ func exactWordsOf(d *Doc) []string {
 	seen := map[string]bool{}
 	for _, values := range [][]string{{d.Name, d.DisplayName, d.Description, d.Publisher}, d.Tags, d.Capabilities, d.Queries, d.Text} {
 		for _, v := range values {
-			eachWord(v, func(w string) bool {
+			eachWord(v, func(_ int, w string) bool {
 				if !seen[w] {
 					seen[w] = true
 					out = append(out, w)
@@ -152,16 +150,29 @@ func exactWordsOf(d *Doc) []string {
 }
 
 // exactWordsFor is the words of text as written that rescoreExact looks
-// up: those whose stem is one of p's terms, and not one the relevance
-// cutoff finds common (no entry holds the others as written, and a common
-// word's list is long and says little).
+// up: those the analyzer turned into one of p's terms (the term of the
+// analysed word that starts where the word does: an identifier's part
+// comes after the whole, and is the word), and not one the relevance
+// cutoff finds common. No entry holds the others as written, and a common
+// word's list is long and says little.
 func exactWordsFor(p *textPlan, text string) []string {
-	words := exactWords(nil, text, maxExactWords)
-	return slices.DeleteFunc(words, func(w string) bool {
-		stem := string(porterstemmer.StemWithoutLowerCasing([]rune(w)))
-		ti := slices.IndexFunc(p.terms, func(t queryTerm) bool { return t.term == stem })
-		return ti < 0 || slices.Contains(p.should, ti)
+	var out []string
+	w := 0 // into p.words, in text order
+	eachWord(text, func(at int, word string) bool {
+		for w < len(p.words) && p.words[w].at < at {
+			w++
+		}
+		term := ""
+		for ; w < len(p.words) && p.words[w].at == at; w++ {
+			term = p.words[w].term
+		}
+		ti := slices.IndexFunc(p.terms, func(t queryTerm) bool { return t.term == term })
+		if term != "" && ti >= 0 && !slices.Contains(p.should, ti) && !slices.Contains(out, word) {
+			out = append(out, word)
+		}
+		return len(out) < maxExactWords
 	})
+	return out
 }
 
 // rescoreExact re-scores the first exactDepth of hits, ranked for the plan
@@ -174,14 +185,6 @@ func (ix *Index) rescoreExact(ctx context.Context, r bleveindex.IndexReader, p *
 		return hits, nil
 	}
 	held := make([]float64, len(top))
-	// The hits in doc order, so that each list is read forward once.
-	order := make([]int, 0, len(top))
-	for i, h := range top {
-		if h.doc <= math.MaxUint32 {
-			order = append(order, i)
-		}
-	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(top[a].doc, top[b].doc) })
 	total := 0.0
 	for _, word := range exactWordsFor(p, text) {
 		list, err := ix.exactPostings(ctx, r, p.snap, word)
@@ -193,13 +196,11 @@ func (ix *Index) rescoreExact(ctx context.Context, r bleveindex.IndexReader, p *
 		}
 		weight := idf(p.docs, uint64(len(list.docs)))
 		total += weight
-		at := 0
-		for _, i := range order {
-			d := uint32(top[i].doc)
-			if at = list.at(at, d); at == len(list.docs) {
-				break
+		for i, h := range top {
+			if h.doc > math.MaxUint32 {
+				continue
 			}
-			if list.docs[at] == d {
+			if at, ok := list.find(uint32(h.doc)); ok {
 				held[i] += weight * saturate(1, list.s[at])
 			}
 		}

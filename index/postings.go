@@ -133,18 +133,25 @@ func (d *decoded) at(p int, end uint32) int {
 	return lo + i
 }
 
-// holds reports whether doc is in the list: a binary search of its block.
+// holds reports whether doc is in the list.
 func (d *decoded) holds(doc uint32) bool {
+	_, found := d.find(doc)
+	return found
+}
+
+// find is doc's position in the list, if it holds doc: a binary search of
+// its block.
+func (d *decoded) find(doc uint32) (int, bool) {
 	from, to := 0, len(d.docs)
 	if k := int(doc / d.block); k+1 < len(d.starts) {
 		from, to = int(d.starts[k]), int(d.starts[k+1])
 	} else if k < len(d.starts) {
 		from = int(d.starts[k])
 	} else {
-		return false
+		return 0, false
 	}
-	_, found := slices.BinarySearch(d.docs[from:to], doc)
-	return found
+	i, found := slices.BinarySearch(d.docs[from:to], doc)
+	return from + i, found
 }
 
 // leafKey names a leaf: a term in a text field (an index into textFields),
