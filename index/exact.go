@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 )
@@ -21,11 +22,11 @@ import (
 // much of the request each holds word for word. The request's words are
 // its runs of letters and digits, lower-cased, English stop words out (as
 // plain BM25 cuts them), those the analyzer made terms of the request, but
-// the ones the relevance cutoff finds common; an entry's are those of its
-// name, display name,
-// description, tags, capabilities, publisher and representative queries,
-// indexed once each as keywords of fieldExact, so the field's length is
-// the entry's count of distinct words. A hit's share is the sum, over the
+// the ones the relevance cutoff finds common, at most maxExactWords; an
+// entry's are those of its name, display name, description, tags,
+// capabilities, publisher and representative queries, indexed once each
+// as keywords of fieldExact, so the field's length is the entry's count of
+// distinct words. A hit's share is the sum, over the
 // request's words it holds, of the word's idf times its BM25 weight in
 // the hit (one occurrence over the length norm with pivot exactPivot,
 // saturated: an entry of exactPivot words counts 1 a word, a longer one
@@ -52,7 +53,7 @@ const (
 	// shorter one's more, as BM25's length norm has it (b 0.75).
 	exactPivot = 8
 	// maxExactWords bounds the words of a request looked up (as the
-	// terms are bounded by maxQueryTerms).
+	// terms are bounded by maxQueryTerms), counted after the rule above.
 	maxExactWords = 64
 )
 
@@ -82,29 +83,15 @@ func (ix *Index) exactPostings(ctx context.Context, r bleveindex.IndexReader, sn
 // posting cache (leafKey.field).
 var exactField = pairField + 1
 
-// exactStop is the English stop list the text analyzer drops too.
-var exactStop = func() map[string]bool {
-	m := map[string]bool{}
-	for _, line := range strings.Split(string(en.EnglishStopWords), "\n") {
-		line, _, _ = strings.Cut(line, "|")
-		for _, w := range strings.Fields(line) {
-			m[w] = true
-		}
+// exactStop is the English stop list the text analyzer drops too, read
+// by Bleve's own loader.
+var exactStop = func() analysis.TokenMap {
+	m := analysis.NewTokenMap()
+	if err := m.LoadBytes(en.EnglishStopWords); err != nil {
+		panic("index: English stop words: " + err.Error())
 	}
 	return m
 }()
-
-// exactWords appends to out the distinct words of s as written (see
-// eachWord) that out lacks, up to max words in all.
-func exactWords(out []string, s string, max int) []string {
-	eachWord(s, func(_ int, w string) bool {
-		if !slices.Contains(out, w) {
-			out = append(out, w)
-		}
-		return len(out) < max
-	})
-	return out
-}
 
 // eachWord calls fn with each word of s as written and its byte offset,
 // in order, while fn returns true: its runs of letters and digits,

@@ -668,14 +668,16 @@ func formulaRanking(t *testing.T, ix *Index, text string, size int, pairs bool) 
 		top = hits[:min(exactDepth, len(hits))]
 		held := make([]float64, len(top))
 		total := 0.0
-		for _, w := range exactWords(nil, text, maxExactWords) {
-			// Only words whose stem is a term of the request, and not a
-			// common one.
+		var words []string // as written, whose stem is a rare term of the request
+		eachWord(text, func(_ int, w string) bool {
 			stem := string(porterstemmer.StemWithoutLowerCasing([]rune(w)))
 			ti := slices.IndexFunc(p.terms, func(t queryTerm) bool { return t.term == stem })
-			if ti < 0 || slices.Contains(p.should, ti) {
-				continue
+			if ti >= 0 && !slices.Contains(p.should, ti) && !slices.Contains(words, w) {
+				words = append(words, w)
 			}
+			return len(words) < maxExactWords
+		})
+		for _, w := range words {
 			holders := map[string]float64{} // doc → its length in words as written
 			eachPosting(t, r, w, fieldExact, func(id string, d *bleveindex.TermFieldDoc) { holders[id] = 1 / (d.Norm * d.Norm) })
 			if len(holders) == 0 {
