@@ -286,7 +286,8 @@ func (ix *Index) fuse(ctx context.Context, r bleveindex.IndexReader, m matched, 
 // score only, and whole's docs after the pool (but those that joined)
 // follow in their order: a pool doc scores at least its score for the
 // request, so at least every doc after it. Neither the pool nor the
-// candidates depend on n, so pages of any size agree.
+// candidates depend on n, so pages of any size agree. The parts are
+// scored at once while cores are idle (atOnce).
 func (ix *Index) fuseClauses(ctx context.Context, r bleveindex.IndexReader, m matched, parts []textPlan, whole []Hit, n int) ([]Hit, error) {
 	pool := whole[:min(len(whole), clausePool)]
 	if len(pool) == 0 {
@@ -294,13 +295,14 @@ func (ix *Index) fuseClauses(ctx context.Context, r bleveindex.IndexReader, m ma
 	}
 	best, floor := pool[0].Raw, pool[len(pool)-1].Raw
 	lists := make([][]Hit, len(parts))
-	for i := range parts {
+	todo := make([]int, len(parts))
+	for i := range todo {
+		todo[i] = i
+	}
+	err := ix.atOnce(todo, "scoring a clause", func(i int) error {
 		list, err := ix.clauseHits(ctx, r, m, &parts[i], pool)
-		if err != nil {
-			return nil, err
-		}
-		if len(list) == 0 {
-			continue
+		if err != nil || len(list) == 0 {
+			return err
 		}
 		// Of the docs outside the pool, those that would join it, and the
 		// part's best, which sets its scale.
@@ -308,6 +310,10 @@ func (ix *Index) fuseClauses(ctx context.Context, r bleveindex.IndexReader, m ma
 		lists[i] = slices.DeleteFunc(list, func(h Hit) bool {
 			return h.doc != top && f*h.Raw < floor && !slices.ContainsFunc(pool, func(p Hit) bool { return p.doc == h.doc })
 		})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := merge(pool, lists, best, math.MaxInt) // all, by fused score
 	for len(out) > len(pool) && out[len(out)-1].Raw < floor {
@@ -398,11 +404,10 @@ func (ix *Index) clauseHits(ctx context.Context, r bleveindex.IndexReader, m mat
 }
 
 // rankParts ranks each part whose list is nil, depth[i] deep above c, and
-// re-scores its hits by its word pairs. While cores are idle (see
-// rangesWanted) the parts are ranked at once, each on its own goroutine:
-// a part's ranking then splits over fewer ranges, and two parts on two
-// cores cost a lone request less than each split over both in turn. The
-// lists are the same either way.
+// re-scores its hits by its word pairs, the parts at once while cores are
+// idle (atOnce): a part's ranking then splits over fewer ranges, and two
+// parts on two cores cost a lone request less than each split over both
+// in turn. The lists are the same either way.
 func (ix *Index) rankParts(ctx context.Context, r bleveindex.IndexReader, m matched, parts []textPlan, lists [][]Hit, depth []int, c cut) error {
 	rank := func(i int) error {
 		pm := m
@@ -423,18 +428,26 @@ func (ix *Index) rankParts(ctx context.Context, r bleveindex.IndexReader, m matc
 			todo = append(todo, i)
 		}
 	}
+	return ix.atOnce(todo, "ranking a part", rank)
+}
+
+// atOnce calls fn with each of todo: while cores are idle (see
+// rangesWanted) at once, each on its own goroutine, else in turn. A
+// request's parts are independent of one another; under load every core
+// has a request of its own.
+func (ix *Index) atOnce(todo []int, what string, fn func(i int) error) error {
 	if len(todo) < 2 || ix.rangesWanted() < 2 {
 		for _, i := range todo {
-			if err := rank(i); err != nil {
+			if err := fn(i); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	errs := make([]error, len(parts))
+	errs := make([]error, len(todo))
 	var wg sync.WaitGroup
-	for _, i := range todo {
-		spawn(&wg, &errs[i], "ranking a part", func() error { return rank(i) })
+	for k, i := range todo {
+		spawn(&wg, &errs[k], what, func() error { return fn(i) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

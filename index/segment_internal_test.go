@@ -110,9 +110,9 @@ func TestFusedPagesAgree(t *testing.T) {
 						t.Fatalf("%q from %d size %d:\n%+v\nthe same of every match:\n%+v", text, pg.from, pg.size, page.Hits, want)
 					}
 				}
-				// With cores to spare (split 3) the parts are ranked at once;
-				// with none (split 1) one after the other, unsplit: the same
-				// page.
+				// With cores to spare (split 3) the parts are ranked (clauses
+				// scored) at once; with none (split 1) one after the other,
+				// unsplit: the same page.
 				ix.split = 1
 				lone, err := ix.search(t.Context(), SearchRequest{Text: text, Size: 10}, 0, 10)
 				ix.split = 3
