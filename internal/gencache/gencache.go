@@ -7,18 +7,21 @@ package gencache
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 )
 
-// Cache holds at most limit values of the newest generation it was given,
-// and starts afresh when full. Values are shared: callers copy what they
-// may change. The zero Cache holds nothing; make one with New.
+// Cache holds at most limit values of the newest generation it was given;
+// when full, it drops about the quarter asked for longest ago (evict).
+// Values are shared: callers copy what they may change. The zero Cache
+// holds nothing; make one with New.
 type Cache[V any] struct {
 	limit int
 
 	mu     sync.Mutex
 	gen    uint64
-	values map[string]V
+	values map[string]*entry[V]
+	clock  uint64 // counts gets and puts: when a value was last asked for
 
 	seed  maphash.Seed
 	doors []uint64 // Admit's sightings: key hashes, by hash modulo length
@@ -51,16 +54,24 @@ func (c *Cache[V]) Admit(key string) bool {
 	return false
 }
 
+// entry is a value and when it was last asked for (the cache's clock).
+type entry[V any] struct {
+	v    V
+	used uint64
+}
+
 // Get returns the value stored under key for generation gen.
 func (c *Cache[V]) Get(gen uint64, key string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen != gen {
+	e := c.values[key]
+	if c.gen != gen || e == nil {
 		var zero V
 		return zero, false
 	}
-	v, ok := c.values[key]
-	return v, ok
+	c.clock++
+	e.used = c.clock
+	return e.v, true
 }
 
 // Put stores v under key for generation gen. A value of an older
@@ -68,14 +79,47 @@ func (c *Cache[V]) Get(gen uint64, key string) (V, bool) {
 func (c *Cache[V]) Put(gen uint64, key string, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen < c.gen {
+	if gen < c.gen || c.limit <= 0 {
 		return
 	}
-	if c.gen != gen || c.values == nil || len(c.values) >= c.limit {
+	if c.gen != gen || c.values == nil {
 		c.gen = gen
-		c.values = make(map[string]V, min(c.limit, 256))
+		c.values = make(map[string]*entry[V], min(c.limit, 256))
 	}
-	c.values[key] = v
+	c.clock++
+	if e := c.values[key]; e != nil {
+		e.v, e.used = v, c.clock
+		return
+	}
+	if len(c.values) >= c.limit {
+		c.evict()
+	}
+	c.values[key] = &entry[V]{v: v, used: c.clock}
+}
+
+// evictSample is how many values' ages evict looks at to find the oldest
+// quarter's bound.
+const evictSample = 64
+
+// evict drops about the quarter of the values asked for longest ago: those
+// no older than the first quarter of a sample of them (map order is
+// random enough for a sample), at least one. Values asked for again are
+// the ones worth keeping; emptying the cache instead (as it did) made the
+// requests after it miss on every value at once. c.mu is held.
+func (c *Cache[V]) evict() {
+	ages := make([]uint64, 0, evictSample)
+	for _, e := range c.values {
+		if ages = append(ages, e.used); len(ages) == evictSample {
+			break
+		}
+	}
+	slices.Sort(ages)
+	bound := ages[len(ages)/4]
+	for k, e := range c.values {
+		if e.used <= bound {
+			delete(c.values, k)
+		}
+	}
 }
 
 // Len is the number of values held.

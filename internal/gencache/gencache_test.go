@@ -1,6 +1,7 @@
 package gencache_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/ardx-dev/ardx/internal/gencache"
@@ -48,5 +49,26 @@ func TestAdmit(t *testing.T) {
 	}
 	if admitted != 0 {
 		t.Fatalf("%d of 1000 first sightings admitted", admitted)
+	}
+}
+
+// TestCacheKeepsWhatIsAskedFor checks that a full cache makes room by
+// dropping the values asked for longest ago, not all of them: a value
+// asked for between every ten puts of new ones survives a stream of
+// them a hundred times the cache's size, and the cache stays within its
+// limit, never far under it.
+func TestCacheKeepsWhatIsAskedFor(t *testing.T) {
+	c := gencache.New[int](100)
+	c.Put(1, "hot", -1)
+	for i := range 10_000 {
+		c.Put(1, "cold"+strconv.Itoa(i), i)
+		if n := c.Len(); n > 100 || i >= 100 && n < 50 {
+			t.Fatalf("%d values after %d puts into a cache of 100", n, i+2)
+		}
+		if i%10 == 0 {
+			if v, ok := c.Get(1, "hot"); !ok || v != -1 {
+				t.Fatalf("the value asked for every ten puts was dropped after %d puts", i+2)
+			}
+		}
 	}
 }
