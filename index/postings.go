@@ -1,7 +1,6 @@
 package index
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -16,6 +15,8 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
+
+	"github.com/ardx-dev/ardx/internal/gencache"
 )
 
 // Decoded postings.
@@ -480,29 +481,26 @@ func (c *postingCache) put(snap string, k leafKey, d *decoded) {
 	c.bytes += size
 }
 
-// evict drops the lists asked for longest ago until the cache holds at
-// most target bytes. A request's lists are those of its words, which the
-// next requests sharing a word ask for again, so the lists no request
-// has asked for in longest are the least likely to be asked for next;
-// emptying the whole cache instead (as it did) made every request after
-// it decode its lists again, the common words' longest among them.
-// Evicting a quarter at a time keeps the sorting rare. c.mu is held.
+// evict drops the lists asked for longest ago, about a quarter at a time
+// (gencache.OldestQuarter), until the cache holds at most target bytes. A
+// request's lists are those of its words, which the next requests sharing
+// a word ask for again, so the lists no request has asked for in longest
+// are the least likely to be asked for next. c.mu is held.
 func (c *postingCache) evict(target int) {
-	type entry struct {
-		k    leafKey
-		used uint64
-	}
-	all := make([]entry, 0, len(c.lists))
-	for k, e := range c.lists {
-		all = append(all, entry{k, e.used})
-	}
-	slices.SortFunc(all, func(a, b entry) int { return cmp.Compare(a.used, b.used) })
-	for _, e := range all {
-		if c.bytes <= target {
-			break
+	for c.bytes > target && len(c.lists) > 0 {
+		bound := gencache.OldestQuarter(func(yield func(uint64) bool) {
+			for _, e := range c.lists {
+				if !yield(e.used) {
+					return
+				}
+			}
+		})
+		for k, e := range c.lists {
+			if e.used <= bound {
+				c.bytes -= e.d.bytes()
+				delete(c.lists, k)
+			}
 		}
-		c.bytes -= c.lists[e.k].d.bytes()
-		delete(c.lists, e.k)
 	}
 }
 

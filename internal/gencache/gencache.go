@@ -7,6 +7,7 @@ package gencache
 
 import (
 	"hash/maphash"
+	"iter"
 	"slices"
 	"sync"
 )
@@ -97,29 +98,46 @@ func (c *Cache[V]) Put(gen uint64, key string, v V) {
 	c.values[key] = &entry[V]{v: v, used: c.clock}
 }
 
-// evictSample is how many values' ages evict looks at to find the oldest
-// quarter's bound.
-const evictSample = 64
-
-// evict drops about the quarter of the values asked for longest ago: those
-// no older than the first quarter of a sample of them (map order is
-// random enough for a sample), at least one. Values asked for again are
-// the ones worth keeping; emptying the cache instead (as it did) made the
-// requests after it miss on every value at once. c.mu is held.
+// evict drops about the quarter of the values asked for longest ago (at
+// least one): values asked for again are the ones worth keeping, and a
+// cache that empties whole makes the requests after it miss on every
+// value at once. c.mu is held.
 func (c *Cache[V]) evict() {
-	ages := make([]uint64, 0, evictSample)
-	for _, e := range c.values {
-		if ages = append(ages, e.used); len(ages) == evictSample {
-			break
+	bound := OldestQuarter(func(yield func(uint64) bool) {
+		for _, e := range c.values {
+			if !yield(e.used) {
+				return
+			}
 		}
-	}
-	slices.Sort(ages)
-	bound := ages[len(ages)/4]
+	})
 	for k, e := range c.values {
 		if e.used <= bound {
 			delete(c.values, k)
 		}
 	}
+}
+
+// ageSample is how many ages OldestQuarter reads.
+const ageSample = 64
+
+// OldestQuarter is the age (a clock's reading when a value was last asked
+// for) at or under which about the oldest quarter of a cache's values
+// lie, judged from the first ageSample of ages, which a map's order makes
+// a sample; at least the oldest of them lies under it. One pass over part
+// of a cache, no sort of it: a cache evicting under its lock holds up
+// every search meanwhile.
+func OldestQuarter(ages iter.Seq[uint64]) uint64 {
+	sample := make([]uint64, 0, ageSample)
+	for a := range ages {
+		if sample = append(sample, a); len(sample) == ageSample {
+			break
+		}
+	}
+	if len(sample) == 0 {
+		return 0
+	}
+	slices.Sort(sample)
+	return sample[len(sample)/4]
 }
 
 // Len is the number of values held.
