@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	porterstemmer "github.com/blevesearch/go-porterstemmer"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	bleveindex "github.com/blevesearch/bleve_index_api"
+	porterstemmer "github.com/blevesearch/go-porterstemmer"
 )
 
 // rankCorpus is a few thousand docs over a Zipf vocabulary, put in several
