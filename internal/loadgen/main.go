@@ -383,12 +383,17 @@ type server struct {
 	cmd   *exec.Cmd
 	url   string
 	pprof chan string // the metrics listener's profiler, when asked for
+	log   string      // the file the server logs to
 	done  chan struct{}
 }
 
 // startRegistry starts `ardx registry` on an ephemeral loopback port and
 // waits for its "listening" log line; with profiling, its metrics listener
-// (which serves Go's profiler) gets a port of its own too.
+// (which serves Go's profiler) gets a port of its own too. The server logs
+// every request: it logs to a file, as a deployed one does, so that
+// reading its log costs the generator (on the same cores) nothing a
+// search; a pipe cost the generator a read and a wake-up for every few
+// lines.
 func startRegistry(bin, data string, profiling bool) (*server, error) {
 	s := &server{done: make(chan struct{}), pprof: make(chan string, 1)}
 	args := []string{"registry", "--data", data, "--registry-addr", "127.0.0.1:0",
@@ -401,57 +406,75 @@ func startRegistry(bin, data string, profiling bool) (*server, error) {
 	}
 	s.cmd = exec.Command(bin, args...)
 	env := testEnv()
-	env[len(env)-1] = "ARDX_LOG_LEVEL=info" // the listening line is at info; requests are too, and are discarded
+	env[len(env)-1] = "ARDX_LOG_LEVEL=info" // the listening line is at info; requests are too
 	s.cmd.Env = env
-	stderr, err := s.cmd.StderrPipe()
+	logf, err := os.CreateTemp("", "ardx-loadgen-registry-*.log")
 	if err != nil {
 		return nil, err
 	}
-	if err := s.cmd.Start(); err != nil {
+	s.log = logf.Name()
+	s.cmd.Stderr = logf
+	err = s.cmd.Start()
+	logf.Close() // the server has its own descriptor
+	if err != nil {
+		os.Remove(s.log)
 		return nil, fmt.Errorf("start ardx registry: %w", err)
 	}
-	urls := make(chan string, 1)
-	var logTail bytes.Buffer
-	var mu sync.Mutex
 	go func() {
-		defer close(s.done)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		sent := false
-		for sc.Scan() {
-			// The server logs every request: decode only the lines that
-			// can be a listener's, so the reading costs the run little.
-			var rec struct{ Msg, Service, URL string }
-			if bytes.Contains(sc.Bytes(), []byte(`"listening"`)) && json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
-				switch {
-				case rec.Service == "metrics":
-					s.pprof <- rec.URL + "/debug/pprof/profile"
-				case rec.Service == "registry" && !sent:
-					urls <- rec.URL
-					sent = true
-				}
-			}
-			if !sent {
-				mu.Lock()
-				logTail.Write(sc.Bytes())
-				logTail.WriteByte('\n')
-				mu.Unlock()
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
 		_ = s.cmd.Wait()
+		close(s.done)
 	}()
-	select {
-	case s.url = <-urls:
-	case <-s.done:
-		mu.Lock()
-		defer mu.Unlock()
-		return nil, fmt.Errorf("ardx registry exited before listening:\n%s", tail(logTail.Bytes(), 2000))
-	case <-time.After(120 * time.Second):
+	if err := s.awaitListening(profiling); err != nil {
 		s.stop()
-		return nil, errors.New("ardx registry did not report listening within 120 s")
+		return nil, err
 	}
 	return s, s.ready()
+}
+
+// awaitListening reads the server's log as it grows until it names the
+// registry's URL and, with profiling, the metrics listener's.
+func (s *server) awaitListening(profiling bool) error {
+	deadline := time.After(120 * time.Second)
+	var seen int // bytes of the log read up to the last whole line
+	metrics := !profiling
+	for {
+		b, err := os.ReadFile(s.log)
+		if err != nil {
+			return err
+		}
+		for {
+			i := bytes.IndexByte(b[seen:], '\n')
+			if i < 0 {
+				break
+			}
+			line := b[seen : seen+i]
+			seen += i + 1
+			var rec struct{ Msg, Service, URL string }
+			if !bytes.Contains(line, []byte(`"listening"`)) || json.Unmarshal(line, &rec) != nil || rec.Msg != "listening" {
+				continue
+			}
+			switch {
+			case rec.Service == "metrics" && !metrics:
+				s.pprof <- rec.URL + "/debug/pprof/profile"
+				metrics = true
+			case rec.Service == "registry" && s.url == "":
+				s.url = rec.URL
+			}
+		}
+		if s.url != "" && metrics {
+			return nil
+		}
+		select {
+		case <-s.done:
+			if last, err := os.ReadFile(s.log); err == nil {
+				b = last // what it wrote before it exited
+			}
+			return fmt.Errorf("ardx registry exited before listening:\n%s", tail(b, 2000))
+		case <-deadline:
+			return errors.New("ardx registry did not report listening within 120 s")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // ready waits until a search answers 200, the index being open and its
@@ -485,6 +508,9 @@ func (s *server) stop() {
 	case <-time.After(10 * time.Second):
 		_ = s.cmd.Process.Kill()
 		<-s.done
+	}
+	if s.log != "" {
+		os.Remove(s.log)
 	}
 }
 

@@ -135,3 +135,59 @@ func TestCopyDir(t *testing.T) {
 		t.Errorf("a symlink: err = %v, want not a regular file", err)
 	}
 }
+
+// fakeRegistry writes an executable script standing in for the ardx
+// binary: it runs body with the arguments startRegistry passes.
+func fakeRegistry(t *testing.T, body string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ardx")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"+body+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// TestStartRegistryReadsItsLog starts a stand-in that logs to standard
+// error as ardx does, the listening line after others and in a later
+// write: the URL is read from the log file, the search readiness probe
+// goes to it, and stopping the server removes the log.
+func TestStartRegistryReadsItsLog(t *testing.T) {
+	var searches atomic.Int64
+	h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/search" {
+			searches.Add(1)
+		}
+		_, _ = io.WriteString(w, `{"results":[]}`)
+	}))
+	defer h.Close()
+	bin := fakeRegistry(t, `echo '{"level":"INFO","msg":"index open"}' >&2
+sleep 0.1
+echo '{"level":"INFO","msg":"listening","service":"registry","url":"`+h.URL+`"}' >&2
+exec sleep 30`)
+	s, err := startRegistry(bin, t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.url != h.URL || searches.Load() == 0 {
+		t.Errorf("url %q (want %q), %d searches", s.url, h.URL, searches.Load())
+	}
+	log := s.log
+	if _, err := os.Stat(log); err != nil {
+		t.Errorf("log file: %v", err)
+	}
+	s.stop()
+	if _, err := os.Stat(log); !os.IsNotExist(err) {
+		t.Errorf("log file after stop: %v, want it removed", err)
+	}
+}
+
+// TestStartRegistryReportsAnEarlyExit: a server that exits before it
+// listens fails the start with what it logged.
+func TestStartRegistryReportsAnEarlyExit(t *testing.T) {
+	bin := fakeRegistry(t, `echo 'open index: no space left on device' >&2
+exit 1`)
+	_, err := startRegistry(bin, t.TempDir(), false)
+	if err == nil || !strings.Contains(err.Error(), "exited before listening") || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("err = %v, want the exit and its log", err)
+	}
+}
