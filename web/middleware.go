@@ -79,6 +79,12 @@ func WithLogging(logger *slog.Logger) Middleware {
 			rec := &statusRecorder{ResponseWriter: w}
 			logged := &loggedPath{path: r.URL.Path}
 			next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), loggedPathKey{}, logged)))
+			if w.Header().Get("Content-Length") != "" {
+				// The answer is whole: send it before the log line, which
+				// the client need not wait for (net/http sends what is
+				// buffered only once the handler chain returns).
+				_ = http.NewResponseController(w).Flush()
+			}
 			level := slog.LevelInfo
 			switch {
 			case rec.status >= 500:

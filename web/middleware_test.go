@@ -2,11 +2,18 @@ package web_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ardx-dev/ardx/web"
 )
@@ -53,5 +60,65 @@ func TestWithLoggingOneCompactLine(t *testing.T) {
 				t.Errorf("nanosecond dur still logged: %v", rec)
 			}
 		})
+	}
+}
+
+// blockingHandler is a slog handler whose Handle waits until release is
+// closed: a log line that takes long to write.
+type blockingHandler struct {
+	slog.Handler
+	release chan struct{}
+}
+
+func (h blockingHandler) Handle(ctx context.Context, r slog.Record) error {
+	<-h.release
+	return h.Handler.Handle(ctx, r)
+}
+
+// TestWithLoggingSendsTheAnswerFirst: an answer of a declared length
+// reaches the client whole while its log line is still being written; one
+// without (net/http decides its framing at the end) still arrives.
+func TestWithLoggingSendsTheAnswerFirst(t *testing.T) {
+	body := strings.Repeat("x", 6000) // past net/http's buffers
+	release := make(chan struct{})
+	logger := slog.New(blockingHandler{Handler: slog.NewJSONHandler(io.Discard, nil), release: release})
+	srv := httptest.NewServer(web.Chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/sized" {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		}
+		_, _ = io.WriteString(w, body)
+	}), web.WithRequestID, web.WithLogging(logger)))
+	defer srv.Close()
+	var once sync.Once
+	defer once.Do(func() { close(release) })
+
+	get := func(path string) <-chan error {
+		got := make(chan error, 1)
+		go func() {
+			resp, err := http.Get(srv.URL + path)
+			if err == nil {
+				var b []byte
+				b, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err == nil && string(b) != body {
+					err = fmt.Errorf("%s: body of %d bytes, want %d", path, len(b), len(body))
+				}
+			}
+			got <- err
+		}()
+		return got
+	}
+	select {
+	case err := <-get("/sized"):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the answer waited for its log line")
+	}
+	unsized := get("/unsized")
+	once.Do(func() { close(release) })
+	if err := <-unsized; err != nil {
+		t.Fatal(err)
 	}
 }
