@@ -4,8 +4,10 @@
 // registry` on loopback, and sends MetaTool's natural-language queries to
 // POST /search (federation none), each text once in the whole run, so no
 // cache answers any of them. It runs one client, then several, and prints
-// each run as a Go benchmark line (p50, p99, searches/s), so `make bench`
-// output reads as one report.
+// each run as a Go benchmark line (p50, p99, searches/s, the CPU each
+// process spent a search, and the p50 and p99 of the server's own handler
+// time, read from its request log), so `make bench` output reads as one
+// report.
 //
 //	go run ./internal/loadgen -bin ./ardx
 //
@@ -172,9 +174,18 @@ func run() error {
 		if c.profile != "" && n == c.clients[len(c.clients)-1] {
 			prof = startProfile(srvs[0].pprof, c.profile)
 		}
+		marks := make([]int64, len(srvs))
+		for i, srv := range srvs {
+			marks[i] = srv.logSize()
+		}
 		runs, err := driveAll(srvs, qs, n)
 		if err != nil {
 			return fmt.Errorf("%d clients: %w", n, err)
+		}
+		for i, srv := range srvs {
+			if runs[i].handler, err = srv.handlerTimes(marks[i], len(qs)); err != nil {
+				return fmt.Errorf("%d clients: the server's log: %w", n, err)
+			}
 		}
 		if prof != nil {
 			if err := prof.stop(); err != nil {
@@ -188,9 +199,9 @@ func run() error {
 			if len(runs) > 1 {
 				label += "/bin=" + "ab"[i:i+1]
 			}
-			fmt.Printf("%s\t%8d\t%10.0f ns/op\t%8.3f p50-ms\t%8.3f p99-ms\t%8.0f searches/s\t%8.1f server-cpu-µs/op\t%8.1f loadgen-cpu-µs/op\n",
+			fmt.Printf("%s\t%8d\t%10.0f ns/op\t%8.3f p50-ms\t%8.3f p99-ms\t%8.0f searches/s\t%8.1f server-cpu-µs/op\t%8.1f loadgen-cpu-µs/op\t%8.2f handler-p50-ms\t%8.2f handler-p99-ms\n",
 				label, len(qs), float64(r.wall.Nanoseconds())/float64(len(qs)), ms(r.p50), ms(r.p99), float64(len(qs))/r.wall.Seconds(),
-				perSearch(r.server, len(qs)), perSearch(r.own, len(qs)*len(runs)))
+				perSearch(r.server, len(qs)), perSearch(r.own, len(qs)*len(runs)), r.handler.p50, r.handler.p99)
 		}
 		if len(runs) == 2 {
 			fmt.Printf("loadgen: %d clients: b's server CPU a search is %.3f× a's (a %s, b %s)\n", n, float64(runs[1].server)/float64(runs[0].server), bins[0], bins[1])
@@ -204,6 +215,73 @@ func run() error {
 type measured struct {
 	result
 	server, own time.Duration
+	handler     handlerTimes
+}
+
+// handlerTimes is the server's own time for a run's searches, as its
+// request log states it (handler entry to return, in milliseconds to two
+// decimals): against the client's latency it tells the search's cost from
+// the waiting around it (the network stack, the scheduler, the host).
+type handlerTimes struct{ p50, p99 float64 }
+
+// logSize is how many bytes the server has logged so far.
+func (s *server) logSize() int64 {
+	fi, err := os.Stat(s.log)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// handlerTimes reads the times of the searches the server logged past
+// byte from, waiting up to 2 s for the last of n lines: the server writes
+// a request's line after it has sent the answer.
+func (s *server) handlerTimes(from int64, n int) (handlerTimes, error) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		times, err := searchTimes(s.log, from)
+		if err != nil {
+			return handlerTimes{}, err
+		}
+		if len(times) >= n || time.Now().After(deadline) {
+			if len(times) == 0 {
+				return handlerTimes{}, errors.New("no search logged")
+			}
+			slices.Sort(times)
+			return handlerTimes{p50: times[len(times)/2], p99: times[len(times)*99/100]}, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// searchTimes is the "ms" of every POST /search request line of the log
+// file path past byte from.
+func searchTimes(path string, from int64) ([]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var out []float64
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(`"/search"`)) {
+			continue
+		}
+		var rec struct {
+			Msg, Method, Path string
+			Ms                float64
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Msg == "request" && rec.Method == http.MethodPost && rec.Path == "/search" {
+			out = append(out, rec.Ms)
+		}
+	}
+	return out, sc.Err()
 }
 
 // driveAll sends qs to every server at once, n clients each, and measures

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -189,5 +190,34 @@ exit 1`)
 	_, err := startRegistry(bin, t.TempDir(), false)
 	if err == nil || !strings.Contains(err.Error(), "exited before listening") || !strings.Contains(err.Error(), "no space left") {
 		t.Fatalf("err = %v, want the exit and its log", err)
+	}
+}
+
+// TestSearchTimesReadsTheRunsSearches reads the handler times of the POST
+// /search lines past an offset, and only those.
+func TestSearchTimesReadsTheRunsSearches(t *testing.T) {
+	before := `{"level":"INFO","msg":"request","method":"POST","path":"/search","status":200,"ms":9.99}` + "\n"
+	during := `{"level":"INFO","msg":"listening","service":"metrics","url":"http://127.0.0.1:1"}
+{"level":"INFO","msg":"request","method":"POST","path":"/search","status":200,"ms":0.42}
+{"level":"DEBUG","msg":"request","method":"GET","path":"/health","status":200,"ms":0.01}
+{"level":"INFO","msg":"request","method":"GET","path":"/search","status":405,"ms":0.02}
+not json "/search"
+{"level":"INFO","msg":"request","method":"POST","path":"/search","status":200,"ms":1.5}
+`
+	path := filepath.Join(t.TempDir(), "registry.log")
+	if err := os.WriteFile(path, []byte(before+during), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := searchTimes(path, int64(len(before)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{0.42, 1.5}; !slices.Equal(got, want) {
+		t.Errorf("times %v, want %v", got, want)
+	}
+	s := &server{log: path}
+	h, err := s.handlerTimes(int64(len(before)), 2)
+	if err != nil || h.p50 != 1.5 || h.p99 != 1.5 {
+		t.Errorf("handlerTimes = %+v, %v; want p50 and p99 1.5", h, err)
 	}
 }
