@@ -238,8 +238,14 @@ func (s *server) logSize() int64 {
 // a request's line after it has sent the answer.
 func (s *server) handlerTimes(from int64, n int) (handlerTimes, error) {
 	deadline := time.Now().Add(2 * time.Second)
+	var times []float64
 	for {
-		times, err := searchTimes(s.log, from)
+		var err error
+		from, err = s.logLines(from, func(line []byte) {
+			if ms, ok := searchTime(line); ok {
+				times = append(times, ms)
+			}
+		})
 		if err != nil {
 			return handlerTimes{}, err
 		}
@@ -254,34 +260,46 @@ func (s *server) handlerTimes(from int64, n int) (handlerTimes, error) {
 	}
 }
 
-// searchTimes is the "ms" of every POST /search request line of the log
-// file path past byte from.
-func searchTimes(path string, from int64) ([]float64, error) {
-	f, err := os.Open(path)
+// searchTime is the "ms" of a POST /search request line of the server's
+// log; ok is false for any other line.
+func searchTime(line []byte) (ms float64, ok bool) {
+	if !bytes.Contains(line, []byte(`"/search"`)) {
+		return 0, false
+	}
+	var rec struct {
+		Msg, Method, Path string
+		Ms                float64
+	}
+	if json.Unmarshal(line, &rec) != nil || rec.Msg != "request" || rec.Method != http.MethodPost || rec.Path != "/search" {
+		return 0, false
+	}
+	return rec.Ms, true
+}
+
+// logLines calls fn with each whole line the server has logged past byte
+// from and returns the offset past the last of them; a line still being
+// written is left for the next call.
+func (s *server) logLines(from int64, fn func(line []byte)) (int64, error) {
+	f, err := os.Open(s.log)
 	if err != nil {
-		return nil, err
+		return from, err
 	}
 	defer f.Close()
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
-		return nil, err
+		return from, err
 	}
-	var out []float64
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.Contains(line, []byte(`"/search"`)) {
-			continue
+	rd := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if err == io.EOF {
+			return from, nil
 		}
-		var rec struct {
-			Msg, Method, Path string
-			Ms                float64
+		if err != nil {
+			return from, err
 		}
-		if json.Unmarshal(line, &rec) == nil && rec.Msg == "request" && rec.Method == http.MethodPost && rec.Path == "/search" {
-			out = append(out, rec.Ms)
-		}
+		from += int64(len(line))
+		fn(line[:len(line)-1])
 	}
-	return out, sc.Err()
 }
 
 // driveAll sends qs to every server at once, n clients each, and measures
@@ -513,23 +531,14 @@ func startRegistry(bin, data string, profiling bool) (*server, error) {
 // registry's URL and, with profiling, the metrics listener's.
 func (s *server) awaitListening(profiling bool) error {
 	deadline := time.After(120 * time.Second)
-	var seen int // bytes of the log read up to the last whole line
+	var read int64 // bytes of the log read, whole lines
 	metrics := !profiling
 	for {
-		b, err := os.ReadFile(s.log)
-		if err != nil {
-			return err
-		}
-		for {
-			i := bytes.IndexByte(b[seen:], '\n')
-			if i < 0 {
-				break
-			}
-			line := b[seen : seen+i]
-			seen += i + 1
+		var err error
+		read, err = s.logLines(read, func(line []byte) {
 			var rec struct{ Msg, Service, URL string }
 			if !bytes.Contains(line, []byte(`"listening"`)) || json.Unmarshal(line, &rec) != nil || rec.Msg != "listening" {
-				continue
+				return
 			}
 			switch {
 			case rec.Service == "metrics" && !metrics:
@@ -538,16 +547,17 @@ func (s *server) awaitListening(profiling bool) error {
 			case rec.Service == "registry" && s.url == "":
 				s.url = rec.URL
 			}
+		})
+		if err != nil {
+			return err
 		}
 		if s.url != "" && metrics {
 			return nil
 		}
 		select {
 		case <-s.done:
-			if last, err := os.ReadFile(s.log); err == nil {
-				b = last // what it wrote before it exited
-			}
-			return fmt.Errorf("ardx registry exited before listening:\n%s", tail(b, 2000))
+			logged, _ := os.ReadFile(s.log)
+			return fmt.Errorf("ardx registry exited before listening:\n%s", tail(logged, 2000))
 		case <-deadline:
 			return errors.New("ardx registry did not report listening within 120 s")
 		case <-time.After(20 * time.Millisecond):

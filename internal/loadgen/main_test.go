@@ -193,9 +193,10 @@ exit 1`)
 	}
 }
 
-// TestSearchTimesReadsTheRunsSearches reads the handler times of the POST
-// /search lines past an offset, and only those.
-func TestSearchTimesReadsTheRunsSearches(t *testing.T) {
+// TestHandlerTimesReadsTheRunsSearches reads the handler times of the POST
+// /search lines past an offset, and only those, leaving a line still being
+// written for later.
+func TestHandlerTimesReadsTheRunsSearches(t *testing.T) {
 	before := `{"level":"INFO","msg":"request","method":"POST","path":"/search","status":200,"ms":9.99}` + "\n"
 	during := `{"level":"INFO","msg":"listening","service":"metrics","url":"http://127.0.0.1:1"}
 {"level":"INFO","msg":"request","method":"POST","path":"/search","status":200,"ms":0.42}
@@ -203,19 +204,27 @@ func TestSearchTimesReadsTheRunsSearches(t *testing.T) {
 {"level":"INFO","msg":"request","method":"GET","path":"/search","status":405,"ms":0.02}
 not json "/search"
 {"level":"INFO","msg":"request","method":"POST","path":"/search","status":200,"ms":1.5}
-`
+{"level":"INFO","msg":"request","method":"POST","path":"/search","status":200,"ms":7`
 	path := filepath.Join(t.TempDir(), "registry.log")
 	if err := os.WriteFile(path, []byte(before+during), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := searchTimes(path, int64(len(before)))
+	s := &server{log: path}
+	var got []float64
+	next, err := s.logLines(int64(len(before)), func(line []byte) {
+		if ms, ok := searchTime(line); ok {
+			got = append(got, ms)
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []float64{0.42, 1.5}; !slices.Equal(got, want) {
 		t.Errorf("times %v, want %v", got, want)
 	}
-	s := &server{log: path}
+	if partial := strings.LastIndexByte(during, '\n') + 1; next != int64(len(before)+partial) {
+		t.Errorf("read up to byte %d, want %d (the last whole line)", next, len(before)+partial)
+	}
 	h, err := s.handlerTimes(int64(len(before)), 2)
 	if err != nil || h.p50 != 1.5 || h.p99 != 1.5 {
 		t.Errorf("handlerTimes = %+v, %v; want p50 and p99 1.5", h, err)
