@@ -167,56 +167,80 @@ func (db *DB) AppendSearches(recs []SearchRecord) error {
 }
 
 // RollupSearches calls rollup with up to limit of the records appended and
-// not yet rolled up, oldest first, in one fsynced transaction that also
-// takes them off the list: what rollup writes to the reports bucket
-// commits with that, or neither does. It reports how many records it
-// handed over; fewer than limit means none is left. A listed record the
+// not yet rolled up, oldest first, and commits what it writes to the
+// reports bucket in one fsynced transaction that also takes those records
+// off the list: both commit, or neither does. It reports how many records
+// it handed over; fewer than limit means none is left. A listed record the
 // log no longer holds (pruned first) is taken off the list uncounted.
-func (db *DB) RollupSearches(limit int, rollup func([]SearchRecord, Reports) error) (int, error) {
-	// Usually nothing is due when asked on a timer: look before taking
-	// the write lock and an fsync.
-	due := false
+//
+// It works in two passes, so that the write lock, which every other writer
+// of the store (a settlement among them) waits for, is held only to write.
+// The first, in a read transaction, hands rollup the records and a Reports
+// that reads the bucket and keeps the puts; there rollup may call
+// Reports.Pace, which calls pace (when not nil) to spread the counting out.
+// The second, in the write transaction, writes the kept puts and takes the
+// records off the list, if nothing was written to the reports bucket
+// meanwhile (its sequence, which every write transaction over it moves on)
+// and the records are still listed; otherwise rollup runs again there, as
+// in a single pass. So rollup must read a key only before it puts it,
+// must not delete (its puts are not visible to its reads in the first
+// pass), and must not put bytes it read (they belong to the first pass's
+// transaction).
+func (db *DB) RollupSearches(limit int, rollup func([]SearchRecord, Reports) error, pace func()) (int, error) {
+	var keys [][]byte
+	var seq uint64
+	st := &staging{pace: pace}
 	if err := db.bolt.View(func(tx *bolt.Tx) error {
-		k, _ := tx.Bucket(bucketDemandToRollup).Cursor().First()
-		due = k != nil
+		var recs []SearchRecord
+		var err error
+		if keys, recs, err = listedRecords(tx, limit, pace); err != nil {
+			return err
+		}
+		b := tx.Bucket(bucketReports)
+		if seq = b.Sequence(); len(recs) == 0 {
+			return nil
+		}
+		if err := rollup(recs, Reports{b: b, c: b.Cursor(), staged: st}); err != nil {
+			return fmt.Errorf("kv: demand rollup: %w", err)
+		}
 		return nil
-	}); err != nil || !due {
+	}); err != nil || len(keys) == 0 {
 		return 0, err
+	}
+	if rollupBetweenPasses != nil {
+		rollupBetweenPasses()
 	}
 	n := 0
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		log := tx.Bucket(bucketDemand).Cursor()
-		c := tx.Bucket(bucketDemandToRollup).Cursor()
-		recs := make([]SearchRecord, 0, min(limit, 4096))
-		var keys [][]byte
-		var lk, lv []byte // where log is
-		for k, _ := c.First(); k != nil && len(keys) < limit; k, _ = c.Next() {
-			keys = append(keys, k)
-			// The listed records mostly follow one another in the log.
-			if lk != nil {
-				lk, lv = log.Next()
-			}
-			if !bytes.Equal(lk, k) {
-				if lk, lv = log.Seek(k); !bytes.Equal(lk, k) {
-					lk = nil
-					continue // pruned
-				}
-			}
-			recs = append(recs, SearchRecord{})
-			if err := decodeSearchRecord(lv, &recs[len(recs)-1]); err != nil {
+		list := tx.Bucket(bucketDemandToRollup)
+		if tx.Bucket(bucketReports).Sequence() != seq || !allListed(list.Cursor(), keys) {
+			// Written meanwhile: count again, here.
+			k, recs, err := listedRecords(tx, limit, nil)
+			if err != nil {
 				return err
 			}
-		}
-		if len(recs) > 0 {
-			if err := rollup(recs, writableReports(tx)); err != nil {
-				return fmt.Errorf("kv: demand rollup: %w", err)
+			if keys = k; len(recs) > 0 {
+				rb, err := writableReports(tx)
+				if err != nil {
+					return err
+				}
+				if err := rollup(recs, rb); err != nil {
+					return fmt.Errorf("kv: demand rollup: %w", err)
+				}
+			}
+		} else if len(st.keys) > 0 {
+			rb, err := writableReports(tx)
+			if err != nil {
+				return err
+			}
+			for i, k := range st.keys {
+				if err := rb.b.Put(k, st.vals[i]); err != nil {
+					return err
+				}
 			}
 		}
-		// Always the first key: a bbolt cursor's Next after Delete can
-		// skip one. keys hold the first len(keys) entries in order.
-		for range keys {
-			c.First()
-			if err := c.Delete(); err != nil {
+		for _, k := range keys {
+			if err := list.Delete(k); err != nil {
 				return err
 			}
 		}
@@ -227,6 +251,60 @@ func (db *DB) RollupSearches(limit int, rollup func([]SearchRecord, Reports) err
 		return 0, err
 	}
 	return n, nil
+}
+
+// rollupBetweenPasses, when set (by tests), runs between a rollup's two
+// passes.
+var rollupBetweenPasses func()
+
+// listedRecords is the first limit keys of the list of records to roll
+// up, in order, and the records of those the log still holds, calling
+// pace (when not nil) as it goes.
+func listedRecords(tx *bolt.Tx, limit int, pace func()) (keys [][]byte, recs []SearchRecord, err error) {
+	log := tx.Bucket(bucketDemand).Cursor()
+	c := tx.Bucket(bucketDemandToRollup).Cursor()
+	recs = make([]SearchRecord, 0, min(limit, 4096))
+	var lk, lv []byte // where log is
+	for k, _ := c.First(); k != nil && len(keys) < limit; k, _ = c.Next() {
+		// Copied: the keys outlive a first pass's read transaction.
+		keys = append(keys, bytes.Clone(k))
+		if pace != nil && len(keys)&63 == 0 {
+			pace()
+		}
+		// The listed records mostly follow one another in the log.
+		if lk != nil {
+			lk, lv = log.Next()
+		}
+		if !bytes.Equal(lk, k) {
+			if lk, lv = log.Seek(k); !bytes.Equal(lk, k) {
+				lk = nil
+				continue // pruned
+			}
+		}
+		recs = append(recs, SearchRecord{})
+		if err := decodeSearchRecord(lv, &recs[len(recs)-1]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return keys, recs, nil
+}
+
+// allListed reports whether the list (c's bucket) still holds every one
+// of keys, which are in ascending order.
+func allListed(c *bolt.Cursor, keys [][]byte) bool {
+	var k []byte
+	for i, want := range keys {
+		if i == 0 {
+			k, _ = c.Seek(want)
+		}
+		for k != nil && bytes.Compare(k, want) < 0 {
+			k, _ = c.Next()
+		}
+		if !bytes.Equal(k, want) {
+			return false
+		}
+	}
+	return true
 }
 
 // demandKey orders records by time; the bucket sequence keeps two records

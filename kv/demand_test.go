@@ -195,7 +195,7 @@ func TestRollupSearchesCountsEachRecordOnce(t *testing.T) {
 	if err := db.AppendSearches([]kv.SearchRecord{rec(10), rec(11), rec(12)}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := db.RollupSearches(2, count); err != nil || n != 2 {
+	if n, err := db.RollupSearches(2, count, nil); err != nil || n != 2 {
 		t.Fatalf("first chunk: %d, %v", n, err)
 	}
 	// A straggler timed before the records already counted.
@@ -203,7 +203,7 @@ func TestRollupSearchesCountsEachRecordOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	failing := func([]kv.SearchRecord, kv.Reports) error { return errors.New("disk full") }
-	if _, err := db.RollupSearches(10, failing); err == nil {
+	if _, err := db.RollupSearches(10, failing, nil); err == nil {
 		t.Fatal("a failed rollup reported success")
 	}
 	// A crash here: appended, not counted. Reopen.
@@ -212,10 +212,10 @@ func TestRollupSearchesCountsEachRecordOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if n, err := db.RollupSearches(10, count); err != nil || n != 3 {
+	if n, err := db.RollupSearches(10, count, nil); err != nil || n != 3 {
 		t.Fatalf("after reopen: %d, %v; want the 3 left", n, err)
 	}
-	if n, err := db.RollupSearches(10, count); err != nil || n != 0 {
+	if n, err := db.RollupSearches(10, count, nil); err != nil || n != 0 {
 		t.Fatalf("nothing left, yet %d, %v", n, err)
 	}
 	want := map[string]int{"q5": 1, "q10": 1, "q11": 1, "q12": 1, "q13": 1}
@@ -241,7 +241,7 @@ func TestRollupSearchesSkipsPrunedRecords(t *testing.T) {
 			got = append(got, r.Text)
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil || n != 2 || !reflect.DeepEqual(got, []string{"new"}) {
 		t.Fatalf("rolled up %d (%v), counted %v; want 2 off the list, only \"new\" counted", n, err, got)
 	}

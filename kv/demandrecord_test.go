@@ -93,7 +93,7 @@ func TestJSONSearchRecordsStillRead(t *testing.T) {
 	if n, err := db.RollupSearches(10, func(recs []SearchRecord, _ Reports) error {
 		got = recs
 		return nil
-	}); err != nil || n != 3 {
+	}, nil); err != nil || n != 3 {
 		t.Fatalf("rolled up %d: %v", n, err)
 	}
 	if !reflect.DeepEqual(got, want) {

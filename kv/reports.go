@@ -22,6 +22,27 @@ type Reports struct {
 	b        *bolt.Bucket
 	c        *bolt.Cursor // reused by Get: bbolt's Get makes a cursor, and grows its stack, per call
 	writable bool
+	// staged, in a rollup's first pass (RollupSearches), takes the puts in
+	// a read transaction; reads see the bucket as it was before them.
+	staged *staging
+}
+
+// staging holds the puts of a rollup's first pass, in order, for its
+// second pass to write, and what paces the pass.
+type staging struct {
+	keys, vals [][]byte
+	arena      []byte // the keys' bytes: a put's key is the caller's scratch
+	pace       func()
+}
+
+// Pace lets a long rollup give the processor back: in a rollup's first
+// pass it calls the pacer RollupSearches was given (which may sleep); in
+// a write transaction it does nothing, so the write lock is never held
+// longer. A rollup calls it once per record or so.
+func (r Reports) Pace() {
+	if r.staged != nil && r.staged.pace != nil {
+		r.staged.pace()
+	}
 }
 
 // Get returns the value stored under key, or nil.
@@ -63,12 +84,29 @@ func (r Reports) GetSorted(keys []string, fn func(i int, val []byte) error) erro
 		if err := fn(i, val); err != nil {
 			return err
 		}
+		if i&63 == 63 {
+			r.Pace()
+		}
 	}
 	return nil
 }
 
-// Put stores val under key; only in a writable transaction.
+// Put stores val under key; only in a writable transaction or a rollup's
+// first pass. val must not change until the transaction commits (bbolt
+// keeps it, not a copy); key may.
 func (r Reports) Put(key, val []byte) error {
+	if st := r.staged; st != nil {
+		if len(st.arena)+len(key) > cap(st.arena) {
+			st.arena = make([]byte, 0, max(64<<10, len(key)))
+		}
+		st.arena = append(st.arena, key...)
+		st.keys = append(st.keys, st.arena[len(st.arena)-len(key):len(st.arena):len(st.arena)])
+		st.vals = append(st.vals, val)
+		if len(st.keys)&63 == 0 {
+			r.Pace()
+		}
+		return nil
+	}
 	if !r.writable {
 		return fmt.Errorf("kv: reports: put in a read-only transaction")
 	}
@@ -125,7 +163,11 @@ func (db *DB) ViewReports(fn func(Reports) error) error {
 // bucket, committed (fsynced) before it returns.
 func (db *DB) UpdateReports(fn func(Reports) error) error {
 	return db.bolt.Update(func(tx *bolt.Tx) error {
-		return fn(writableReports(tx))
+		rb, err := writableReports(tx)
+		if err != nil {
+			return err
+		}
+		return fn(rb)
 	})
 }
 
@@ -135,8 +177,14 @@ func (db *DB) UpdateReports(fn func(Reports) error) error {
 // split at half full would stay half empty.
 const reportsFillPercent = 0.9
 
-func writableReports(tx *bolt.Tx) Reports {
+// writableReports is the reports bucket of write transaction tx. It moves
+// the bucket's sequence on, which is how a rollup's second pass knows that
+// nothing was written to the reports since its first (RollupSearches).
+func writableReports(tx *bolt.Tx) (Reports, error) {
 	b := tx.Bucket(bucketReports)
 	b.FillPercent = reportsFillPercent
-	return Reports{b: b, c: b.Cursor(), writable: true}
+	if _, err := b.NextSequence(); err != nil {
+		return Reports{}, err
+	}
+	return Reports{b: b, c: b.Cursor(), writable: true}, nil
 }

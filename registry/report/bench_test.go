@@ -160,7 +160,7 @@ func benchmarkRollup(b *testing.B, now time.Time, batch int, rec func(int) kv.Se
 	if err := db.AppendSearches(seed); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := db.RollupSearches(len(seed), report.Rollup); err != nil {
+	if _, err := db.RollupSearches(len(seed), report.Rollup, nil); err != nil {
 		b.Fatal(err)
 	}
 	n := max(batch, 1)
@@ -178,7 +178,7 @@ func benchmarkRollup(b *testing.B, now time.Time, batch int, rec func(int) kv.Se
 		if batch == 0 {
 			continue
 		}
-		if _, err := db.RollupSearches(n, report.Rollup); err != nil {
+		if _, err := db.RollupSearches(n, report.Rollup, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

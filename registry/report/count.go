@@ -10,10 +10,12 @@ import (
 )
 
 // Rollup counts recs, a batch of the demand log in log order, into the
-// reports bucket; kv.RollupSearches calls it in the transaction that takes
-// recs off the log's list of records to count, so the rollups and the log
-// never diverge. Private results are not counted. A batch writes exactly
-// what counting its records one by one would.
+// reports bucket; kv.RollupSearches commits what it writes in the
+// transaction that takes recs off the log's list of records to count, so
+// the rollups and the log never diverge. Private results are not counted.
+// A batch writes exactly what counting its records one by one would. It
+// reads each key before it writes it, and calls rb.Pace once per record
+// counted and per text counted, as RollupSearches asks.
 //
 // A batch reads the store in key order, not a key at a time (under unique
 // texts nearly every text key is new, and a miss costs a search from the
@@ -38,6 +40,7 @@ func Rollup(recs []kv.SearchRecord, rb kv.Reports) error {
 	}
 	for i := range searches {
 		w.countTexts(&searches[i])
+		w.rb.Pace()
 	}
 	return w.flush()
 }
@@ -103,6 +106,7 @@ func (w *rollupWriter) countFigures(recs []kv.SearchRecord) ([]search, error) {
 	var queries []*queryVal
 	var zeros []*zeroVal
 	for i := range recs {
+		w.rb.Pace()
 		rec := &recs[i]
 		if rec.Time.IsZero() {
 			return nil, errors.New("report: search record without time")

@@ -193,7 +193,7 @@ func appendLog(t *testing.T, db *kv.DB, recs []kv.SearchRecord) {
 		if err := db.AppendSearches(recs[:n]); err != nil {
 			t.Fatal(err)
 		}
-		if k, err := db.RollupSearches(n, report.Rollup); err != nil || k != n {
+		if k, err := db.RollupSearches(n, report.Rollup, nil); err != nil || k != n {
 			t.Fatalf("rolled up %d of %d: %v", k, n, err)
 		}
 		recs = recs[n:]
@@ -471,7 +471,7 @@ func TestBatchesEqualOneByOne(t *testing.T) {
 		if err := batched.AppendSearches(log[:n]); err != nil {
 			t.Fatal(err)
 		}
-		if k, err := batched.RollupSearches(n, report.Rollup); err != nil || k != n {
+		if k, err := batched.RollupSearches(n, report.Rollup, nil); err != nil || k != n {
 			t.Fatalf("rolled up %d of %d: %v", k, n, err)
 		}
 		log = log[n:]

@@ -1,0 +1,42 @@
+package registry
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPacerKeepsToItsDuty: work paced at a quarter takes four times its
+// length, in pauses after slices of work; in a hurry it is not paused.
+func TestPacerKeepsToItsDuty(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		hurry     bool
+		wantSlept time.Duration
+	}{
+		{"paced", false, 3 * time.Second}, // 1 s of work at a quarter
+		{"in a hurry", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+			var slept, longest time.Duration
+			p := newPacer(0.25, 2*time.Millisecond, func() bool { return tc.hurry })
+			p.now = func() time.Time { return clock }
+			p.sleep = func(d time.Duration) {
+				slept += d
+				longest = max(longest, d)
+				clock = clock.Add(d)
+			}
+			for range 100_000 { // 10 µs of work a call: 1 s
+				p.pace()
+				clock = clock.Add(10 * time.Microsecond)
+			}
+			// Up to the last slice's pause is still owed when the work ends.
+			if slept < tc.wantSlept-10*time.Millisecond || slept > tc.wantSlept {
+				t.Fatalf("slept %v over 1 s of work, want about %v", slept, tc.wantSlept)
+			}
+			if !tc.hurry && longest > 10*time.Millisecond {
+				t.Fatalf("a pause of %v: the work should pause after each slice of about 2 ms", longest)
+			}
+		})
+	}
+}
