@@ -64,7 +64,7 @@ const (
 	rollupBacklog = 8192
 	rollupChunk   = 4096
 	rollupDuty    = 0.25
-	rollupSlice   = 2 * time.Millisecond
+	rollupSlice   = 500 * time.Microsecond
 )
 
 type demandWriter struct {
