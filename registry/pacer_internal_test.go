@@ -3,6 +3,8 @@ package registry
 import (
 	"testing"
 	"time"
+
+	"github.com/ardx-dev/ardx/kv"
 )
 
 // TestPacerKeepsToItsDuty: work paced at a quarter takes four times its
@@ -38,5 +40,32 @@ func TestPacerKeepsToItsDuty(t *testing.T) {
 				t.Fatalf("a pause of %v: the work should pause after each slice of about 2 ms", longest)
 			}
 		})
+	}
+}
+
+// TestDemandWriterHurriesWhenItMust: a paced rollup runs flat out while a
+// flush or stop waits, while searches queue up behind it, or while the
+// records to count pile up; otherwise it paces.
+func TestDemandWriterHurriesWhenItMust(t *testing.T) {
+	fresh := func() *demandWriter { return &demandWriter{queue: make(chan kv.SearchRecord, demandQueueLen)} }
+	if d := fresh(); d.hurry() {
+		t.Fatal("an idle writer hurries")
+	}
+	d := fresh()
+	d.urgent.Add(1)
+	if !d.hurry() {
+		t.Fatal("does not hurry while a flush waits")
+	}
+	d = fresh()
+	for range demandQueueLen/2 + 1 {
+		d.queue <- kv.SearchRecord{}
+	}
+	if !d.hurry() {
+		t.Fatal("does not hurry with the queue half full")
+	}
+	d = fresh()
+	d.toRollup = 2*rollupBacklog + 1
+	if !d.hurry() {
+		t.Fatal("does not hurry with the backlog piling up")
 	}
 }
