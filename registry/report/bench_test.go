@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -186,4 +187,85 @@ func benchmarkRollup(b *testing.B, now time.Time, batch int, rec func(int) kv.Se
 	// disk; CPU time (the process's, GC included) what the code costs.
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(i-len(seed)), "µs/search")
 	b.ReportMetric(float64((procstat.CPUTime()-cpu).Microseconds())/float64(i-len(seed)), "cpu-µs/search")
+}
+
+// BenchmarkWritesDuringRollup measures how long another writer of the
+// store waits while a batch of 4,096 searches (unique texts, entries drawn
+// by popularity, as BenchmarkRollup's unique-popular) is rolled up:
+// passes=two is kv.RollupSearches, which counts in a read transaction and
+// holds the write lock only to write the counts; passes=one counts inside
+// the write transaction, as it did before. The other writer appends one
+// search record at a time, in a loop, for as long as the rollup runs; the
+// metrics are its slowest append and its 99th percentile.
+func BenchmarkWritesDuringRollup(b *testing.B) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, 100000-1)
+	rec := func(i int) kv.SearchRecord {
+		r := kv.SearchRecord{Time: now.Add(time.Duration(i) * time.Millisecond), Text: fmt.Sprintf("find a tool that does thing number %d for me", i)}
+		for k := range 10 {
+			j := int(zipf.Uint64()*7919) % 100000
+			pub := fmt.Sprintf("m%d.npm.test", j%22)
+			if j%5 == 0 {
+				pub = fmt.Sprintf("s%d.test", j/5%2000)
+			}
+			r.Results = append(r.Results, kv.ReturnedEntry{ID: fmt.Sprintf("urn:air:%s:e%d", pub, j), Rank: k + 1})
+		}
+		return r
+	}
+	for _, passes := range []string{"two", "one"} {
+		b.Run("passes="+passes, func(b *testing.B) {
+			db, err := kv.Open(b.TempDir(), kv.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := report.Compact(db, now, 1); err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			var waits []time.Duration
+			for b.Loop() {
+				group := make([]kv.SearchRecord, 4096)
+				for k := range group {
+					group[k] = rec(i)
+					i++
+				}
+				if err := db.AppendSearches(group); err != nil {
+					b.Fatal(err)
+				}
+				stop, done := make(chan struct{}), make(chan struct{})
+				go func() {
+					defer close(done)
+					for n := 0; ; n++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						t0 := time.Now()
+						if err := db.AppendSearches([]kv.SearchRecord{{Time: now.Add(-time.Hour), Text: "other writer"}}); err != nil {
+							b.Error(err)
+							return
+						}
+						waits = append(waits, time.Since(t0))
+					}
+				}()
+				if passes == "two" {
+					_, err = db.RollupSearches(len(group)+1<<20, report.Rollup, nil)
+				} else {
+					err = db.UpdateReports(func(rb kv.Reports) error { return report.Rollup(group, rb) })
+				}
+				close(stop)
+				<-done
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			slices.Sort(waits)
+			if len(waits) > 0 {
+				b.ReportMetric(float64(waits[len(waits)-1].Microseconds())/1000, "max-wait-ms")
+				b.ReportMetric(float64(waits[len(waits)*99/100].Microseconds())/1000, "p99-wait-ms")
+			}
+		})
+	}
 }
