@@ -156,7 +156,7 @@ func (ix *Index) searchOnce(ctx context.Context, req SearchRequest, from, size i
 	}
 	hits = hits[:min(len(hits), window)]
 	out.Hits = hits[min(from, len(hits)):]
-	if err := withIDs(r, out.Hits); err != nil {
+	if err := ix.postings.withIDs(m.text.snap, r, out.Hits); err != nil {
 		return SearchResult{}, m, err
 	}
 	k := ix.scale(ctx)
