@@ -231,6 +231,9 @@ func (p *pacer) pace() {
 		return
 	}
 	if !p.hurry() {
+		// A long stretch between calls (the write between two chunks)
+		// is not paid back: a pause is at most what four slices earn.
+		worked = min(worked, 4*p.slice)
 		p.sleep(time.Duration(float64(worked) * (1 - p.duty) / p.duty))
 		now = p.now()
 	}

@@ -43,6 +43,27 @@ func TestPacerKeepsToItsDuty(t *testing.T) {
 	}
 }
 
+// TestPacerDoesNotPayBackAGap: work unpaced between calls (the write
+// between two chunks, a long wait) does not make the next pause long: the
+// demand writer appends no searches while it sleeps.
+func TestPacerDoesNotPayBackAGap(t *testing.T) {
+	clock := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	var longest time.Duration
+	p := newPacer(0.25, 500*time.Microsecond, func() bool { return false })
+	p.now = func() time.Time { return clock }
+	p.sleep = func(d time.Duration) { longest = max(longest, d); clock = clock.Add(d) }
+	for i := range 10_000 {
+		p.pace()
+		clock = clock.Add(10 * time.Microsecond)
+		if i == 5_000 {
+			clock = clock.Add(300 * time.Millisecond)
+		}
+	}
+	if longest > 6*time.Millisecond {
+		t.Fatalf("a pause of %v after a gap; at most three times four slices", longest)
+	}
+}
+
 // TestDemandWriterHurriesWhenItMust: a paced rollup runs flat out while a
 // flush or stop waits, while searches queue up behind it, or while the
 // records to count pile up; otherwise it paces.
