@@ -104,28 +104,10 @@ func BenchmarkRollup(b *testing.B) {
 		}
 		return r
 	}
-	// newText is search i with a text of its own, returning the entries
-	// entry(k) names (0-99,999) at ranks 1-10.
-	newText := func(i int, entry func(k int) int) kv.SearchRecord {
-		r := kv.SearchRecord{Time: now.Add(time.Duration(i) * time.Millisecond), Text: fmt.Sprintf("find a tool that does thing number %d for me", i)}
-		for k := range 10 {
-			j := entry(k)
-			pub := fmt.Sprintf("m%d.npm.test", j%22)
-			if j%5 == 0 {
-				pub = fmt.Sprintf("s%d.test", j/5%2000)
-			}
-			r.Results = append(r.Results, kv.ReturnedEntry{ID: fmt.Sprintf("urn:air:%s:e%d", pub, j), Rank: k + 1})
-		}
-		return r
-	}
 	unique := func(i int) kv.SearchRecord {
-		return newText(i, func(k int) int { return (i*7919 + k*104729) % 100000 })
+		return newTextSearch(now, i, func(k int) int { return (i*7919 + k*104729) % 100000 })
 	}
-	zipf := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, 100000-1)
-	popular := func(i int) kv.SearchRecord {
-		// Popularity ranks spread over the publishers as unique's are.
-		return newText(i, func(int) int { return int(zipf.Uint64()*7919) % 100000 })
-	}
+	popular := popularSearches(now)
 	for _, texts := range []struct {
 		name    string
 		rec     gen
@@ -143,17 +125,49 @@ func BenchmarkRollup(b *testing.B) {
 	}
 }
 
-func benchmarkRollup(b *testing.B, now time.Time, batch int, rec func(int) kv.SearchRecord) {
+// newTextSearch is search i, at now plus i ms, with a text of its own,
+// returning the entries entry(k) names (0-99,999) at ranks 1-10: four in
+// five of 22 large publishers, the rest of 2,000 small ones.
+func newTextSearch(now time.Time, i int, entry func(k int) int) kv.SearchRecord {
+	r := kv.SearchRecord{Time: now.Add(time.Duration(i) * time.Millisecond), Text: fmt.Sprintf("find a tool that does thing number %d for me", i)}
+	for k := range 10 {
+		j := entry(k)
+		pub := fmt.Sprintf("m%d.npm.test", j%22)
+		if j%5 == 0 {
+			pub = fmt.Sprintf("s%d.test", j/5%2000)
+		}
+		r.Results = append(r.Results, kv.ReturnedEntry{ID: fmt.Sprintf("urn:air:%s:e%d", pub, j), Rank: k + 1})
+	}
+	return r
+}
+
+// popularSearches makes newTextSearch's searches whose entries are drawn
+// by popularity (Zipf, s 1.1, over the 100,000), the popularity ranks
+// spread over the publishers.
+func popularSearches(now time.Time) func(i int) kv.SearchRecord {
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, 100000-1)
+	return func(i int) kv.SearchRecord {
+		return newTextSearch(now, i, func(int) int { return int(zipf.Uint64()*7919) % 100000 })
+	}
+}
+
+// openRollupStore opens a store in a temporary dir as the demand writer
+// finds it at start: today's searches count into days, and blocks are
+// built when complete.
+func openRollupStore(b *testing.B, now time.Time) *kv.DB {
 	db, err := kv.Open(b.TempDir(), kv.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
-	// As the demand writer does at start: today's searches count
-	// into days; blocks are built when complete.
+	b.Cleanup(func() { db.Close() })
 	if _, err := report.Compact(db, now, 1); err != nil {
 		b.Fatal(err)
 	}
+	return db
+}
+
+func benchmarkRollup(b *testing.B, now time.Time, batch int, rec func(int) kv.SearchRecord) {
+	db := openRollupStore(b, now)
 	var seed []kv.SearchRecord
 	for i := range 2000 {
 		seed = append(seed, rec(i))
@@ -199,29 +213,11 @@ func benchmarkRollup(b *testing.B, now time.Time, batch int, rec func(int) kv.Se
 // metrics are its slowest append and its 99th percentile.
 func BenchmarkWritesDuringRollup(b *testing.B) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	zipf := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, 100000-1)
-	rec := func(i int) kv.SearchRecord {
-		r := kv.SearchRecord{Time: now.Add(time.Duration(i) * time.Millisecond), Text: fmt.Sprintf("find a tool that does thing number %d for me", i)}
-		for k := range 10 {
-			j := int(zipf.Uint64()*7919) % 100000
-			pub := fmt.Sprintf("m%d.npm.test", j%22)
-			if j%5 == 0 {
-				pub = fmt.Sprintf("s%d.test", j/5%2000)
-			}
-			r.Results = append(r.Results, kv.ReturnedEntry{ID: fmt.Sprintf("urn:air:%s:e%d", pub, j), Rank: k + 1})
-		}
-		return r
-	}
 	for _, passes := range []string{"two", "one"} {
 		b.Run("passes="+passes, func(b *testing.B) {
-			db, err := kv.Open(b.TempDir(), kv.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			if _, err := report.Compact(db, now, 1); err != nil {
-				b.Fatal(err)
-			}
+			db := openRollupStore(b, now)
+			rec := popularSearches(now)
+			var err error
 			i := 0
 			var waits []time.Duration
 			for b.Loop() {
