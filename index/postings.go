@@ -294,38 +294,32 @@ func (c *postingCache) withIDs(snap string, r bleveindex.IndexReader, hits []Hit
 	if snap == "" {
 		return withIDs(r, hits)
 	}
-	missing := make([]int, 0, len(hits))
+	missed := false
 	c.mu.Lock()
 	for i := range hits {
 		if id, ok := c.ids[hits[i].doc]; ok && c.snap == snap {
 			hits[i].ID = id
 		} else {
-			missing = append(missing, i)
+			missed = true
 		}
 	}
 	c.mu.Unlock()
-	if len(missing) == 0 {
+	if !missed {
 		return nil
 	}
-	var id bleveindex.IndexInternalID
-	for _, i := range missing {
-		id = bleveindex.NewIndexInternalID(id, hits[i].doc)
-		ext, err := r.ExternalID(id)
-		if err != nil {
-			return fmt.Errorf("index: search: %w", err)
-		}
-		hits[i].ID = ext
+	if err := withIDs(r, hits); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap != snap || c.lists == nil {
 		c.reset(snap)
 	}
-	if c.ids == nil || len(c.ids)+len(missing) > maxCachedIDs {
+	if c.ids == nil || len(c.ids)+len(hits) > maxCachedIDs {
 		c.ids = make(map[uint64]string, 1024)
 	}
-	for _, i := range missing {
-		c.ids[hits[i].doc] = hits[i].ID
+	for _, h := range hits {
+		c.ids[h.doc] = h.ID
 	}
 	return nil
 }

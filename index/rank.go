@@ -251,10 +251,14 @@ func (ix *Index) rankText(ctx context.Context, r bleveindex.IndexReader, m match
 	return out, total, nil
 }
 
-// withIDs sets each hit's identifier from its doc number in r.
+// withIDs sets the identifier of each hit that lacks one from its doc
+// number in r.
 func withIDs(r bleveindex.IndexReader, hits []Hit) error {
 	var id bleveindex.IndexInternalID
 	for i := range hits {
+		if hits[i].ID != "" {
+			continue
+		}
 		id = bleveindex.NewIndexInternalID(id, hits[i].doc)
 		ext, err := r.ExternalID(id)
 		if err != nil {
