@@ -41,6 +41,24 @@ func storedCounter(t *testing.T, db *DB, key []byte) uint64 {
 	return n
 }
 
+// betweenPasses runs fn between the two passes of the next rollup that
+// has records to count; the test fails if none does.
+func betweenPasses(t *testing.T, fn func()) {
+	t.Helper()
+	ran := false
+	rollupBetweenPasses = func() {
+		rollupBetweenPasses = nil
+		ran = true
+		fn()
+	}
+	t.Cleanup(func() {
+		rollupBetweenPasses = nil
+		if !ran {
+			t.Error("no rollup reached its second pass")
+		}
+	})
+}
+
 func openTemp(t *testing.T) *DB {
 	t.Helper()
 	db, err := Open(filepath.Join(t.TempDir(), "data"), Options{})
@@ -71,12 +89,11 @@ func TestRollupSearchesWritesInItsSecondPass(t *testing.T) {
 	}
 	paced := 0
 	calls := 0
-	rollupBetweenPasses = func() {
+	betweenPasses(t, func() {
 		if got := storedCounter(t, db, key); got != 0 {
 			t.Errorf("the first pass wrote %d", got)
 		}
-	}
-	t.Cleanup(func() { rollupBetweenPasses = nil })
+	})
 	n, err := db.RollupSearches(1000, counterRollup(key, &calls), func() { paced++ })
 	if err != nil || n != 300 {
 		t.Fatalf("rolled up %d: %v", n, err)
@@ -103,8 +120,7 @@ func TestRollupSearchesCountsAgainWhenWrittenMeanwhile(t *testing.T) {
 	if err := db.AppendSearches(records(0, 5)); err != nil {
 		t.Fatal(err)
 	}
-	rollupBetweenPasses = func() {
-		rollupBetweenPasses = nil
+	betweenPasses(t, func() {
 		if err := db.UpdateReports(func(rb Reports) error {
 			return rb.Put(key, binary.BigEndian.AppendUint64(nil, 100))
 		}); err != nil {
@@ -114,8 +130,7 @@ func TestRollupSearchesCountsAgainWhenWrittenMeanwhile(t *testing.T) {
 		if err := db.AppendSearches(records(-10, 1)); err != nil {
 			t.Error(err)
 		}
-	}
-	t.Cleanup(func() { rollupBetweenPasses = nil })
+	})
 	calls := 0
 	n, err := db.RollupSearches(5, counterRollup(key, &calls), nil)
 	if err != nil || n != 5 {
@@ -142,8 +157,7 @@ func TestRollupSearchesKeepsTheListedRecordsItDidNotCount(t *testing.T) {
 			if err := db.AppendSearches(records(0, 4)); err != nil {
 				t.Fatal(err)
 			}
-			rollupBetweenPasses = func() {
-				rollupBetweenPasses = nil
+			betweenPasses(t, func() {
 				if err := db.AppendSearches(records(100, 3)); err != nil {
 					t.Error(err)
 				}
@@ -152,8 +166,7 @@ func TestRollupSearchesKeepsTheListedRecordsItDidNotCount(t *testing.T) {
 						t.Error(err)
 					}
 				}
-			}
-			t.Cleanup(func() { rollupBetweenPasses = nil })
+			})
 			var texts []string
 			rollup := func(recs []SearchRecord, rb Reports) error {
 				texts = texts[:0]
