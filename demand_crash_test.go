@@ -6,13 +6,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ardx-dev/ardx/kv"
 )
 
 // TestReportRollupsSurviveAKill: searches are logged at once and counted
 // into the publisher reports' rollups later, in batches; a kill -9 between
 // the two must not lose them from the reports. After a restart on the same
 // data dir, /demand counts every search the log holds (/stats counts the
-// log in the transaction that appends it), not one more or less.
+// log in the transaction that appends it), not one more or less. A
+// graceful stop then counts everything before it exits.
 func TestReportRollupsSurviveAKill(t *testing.T) {
 	data := t.TempDir()
 	args := []string{"registry", "--data", data, "--registry-addr", "127.0.0.1:0", "--registry-rate-limit", "off"}
@@ -47,7 +50,6 @@ func TestReportRollupsSurviveAKill(t *testing.T) {
 	t.Logf("before the kill: %d logged, %d counted in the rollups", n, counted)
 
 	p = startSelf(t, []string{"registry"}, args...)
-	defer p.stop(t, syscall.SIGTERM)
 	reg = p.url("registry")
 	if got := logged(t, reg); got != n {
 		t.Fatalf("after the restart /stats counts %d searches, want %d", got, n)
@@ -62,6 +64,35 @@ func TestReportRollupsSurviveAKill(t *testing.T) {
 			t.Fatalf("after the restart /demand?domain=%s counts %d searches, the log %d", domain, got, n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+
+	// A stop counts what it has not counted yet (the rollups are paced
+	// only while the server runs): after a SIGTERM no record is left
+	// listed to count, and after a restart /demand counts every search.
+	for range n {
+		search(t, reg, nil)
+	}
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("SIGTERM: exit %d", code)
+	}
+	db, err := kv.Open(data, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A rollup that counts nothing reports how many records were listed.
+	left, err := db.RollupSearches(1<<20, func([]kv.SearchRecord, kv.Reports) error { return nil }, nil)
+	db.Close()
+	if err != nil || left != 0 {
+		t.Fatalf("after the stop %d records are left to count (%v)", left, err)
+	}
+	p = startSelf(t, []string{"registry"}, args...)
+	defer p.stop(t, syscall.SIGTERM)
+	reg = p.url("registry")
+	if got := logged(t, reg); got != 2*n {
+		t.Fatalf("after the stop /stats counts %d searches, want %d", got, 2*n)
+	}
+	if got := demandSearches(t, reg, domain); got != 2*n {
+		t.Fatalf("after the stop /demand?domain=%s counts %d searches, want %d", domain, got, 2*n)
 	}
 }
 
