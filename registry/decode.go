@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ardx-dev/ardx/index"
 	"github.com/ardx-dev/ardx/web"
@@ -63,6 +64,16 @@ func (fe *fieldErrors) onlyParams(q url.Values, what string, allowed ...string) 
 }
 
 func unknownKeys[V any](fe *fieldErrors, m map[string]V, prefix, isNot string, allowed []string) {
+	unknown := false
+	for k := range m {
+		if !slices.Contains(allowed, k) {
+			unknown = true
+			break
+		}
+	}
+	if !unknown { // the usual case: no sorted copy of the keys to make
+		return
+	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !slices.Contains(allowed, k) {
 			fe.add(prefix+k, isNot+" ("+strings.Join(allowed, ", ")+")")
@@ -102,37 +113,61 @@ func splitObject(body []byte, ps web.Problems) (map[string]json.RawMessage, erro
 	if len(body) == 0 {
 		return map[string]json.RawMessage{}, nil
 	}
-	if !json.Valid(body) {
-		// Reuse the toolkit's wording (with the offset) for malformed JSON.
-		var v any
-		if err := web.Unmarshal(body, &v); err != nil {
-			return nil, err
-		}
-		return nil, ps.New(web.SlugBadRequest, "the request body is not valid JSON")
+	// A body that opens an object decodes into members of any value, so
+	// Unmarshal fails only where the JSON is malformed: one pass checks
+	// and splits it.
+	var m map[string]json.RawMessage
+	if body[0] == '{' && json.Unmarshal(body, &m) == nil {
+		return m, nil
 	}
-	if body[0] != '{' {
+	if body[0] != '{' && json.Valid(body) {
 		return nil, ps.Invalid("the request body must be a JSON object",
 			web.FieldError{Field: "", Message: "must be a JSON object"})
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, ps.New(web.SlugBadRequest, "the request body is not valid JSON")
+	// Reuse the toolkit's wording (with the offset) for malformed JSON.
+	var v any
+	if err := web.Unmarshal(body, &v); err != nil {
+		return nil, err
 	}
-	return m, nil
+	return nil, ps.New(web.SlugBadRequest, "the request body is not valid JSON")
 }
 
 func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
 
-// rawString decodes a JSON string member.
+// rawString decodes a JSON string member. A string of plain characters
+// (no escape, quote or control character; valid UTF-8) is its bytes
+// between the quotes; any other is left to encoding/json.
 func rawString(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
+	}
+	if s, ok := plainString(raw); ok {
+		return s, true
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", false
 	}
 	return s, true
+}
+
+// plainString is raw's text if raw is a JSON string of plain characters.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	in := raw[1 : len(raw)-1]
+	ascii := true
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+		ascii = ascii && c < utf8.RuneSelf
+	}
+	if !ascii && !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
 }
 
 // rawInt decodes a JSON integer member (1e2 and 2.0 are not integers here).

@@ -102,3 +102,38 @@ func FuzzExploreDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRawString holds rawString to encoding/json's decoding of the same
+// bytes, valid JSON or not: its shortcut for plain strings must agree.
+func FuzzRawString(f *testing.F) {
+	for _, s := range []string{`"weather in Tokyo"`, `"caf\u00e9"`, `"café"`, `"a\"b"`, `"a"b"`, `"\xff"`, "\"tab\there\"", `"`, `""`, `"\u2028 ok"`, `"x`, `null`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := rawString(raw)
+		var want string
+		err := json.Unmarshal(raw, &want)
+		wantOK := err == nil && len(raw) > 0 && raw[0] == '"'
+		if ok != wantOK || got != want && ok {
+			t.Fatalf("rawString(%q) = %q, %v; encoding/json %q, %v", raw, got, ok, want, err)
+		}
+	})
+}
+
+// BenchmarkSearchDecode measures what a POST /search body costs before the
+// index sees it: splitting the object and parsing the request.
+func BenchmarkSearchDecode(b *testing.B) {
+	s := fuzzService(b)
+	body := []byte(`{"query":{"text":"I'm planning a trip to Japan next month and would like to know what the weather will be like in Tokyo, and also find some good sushi restaurants nearby."},"limit":10,"federation":"none"}`)
+	r := httptest.NewRequest(http.MethodPost, "/search", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := splitObject(body, s.problems)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.parseSearch(r, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
