@@ -357,9 +357,8 @@ func TestPublicNumbersCountPublicEntries(t *testing.T) {
 // TestPageTokensSurviveRestart: a token from one process is honoured by
 // the next on the same data, and one past its lifetime says it expired.
 func TestPageTokensSurviveRestart(t *testing.T) {
-	now := time.Now()
-	clock := func() time.Time { return now }
-	f := newTestServer(t, registry.Config{Now: clock}, nil)
+	clock := &testClock{now: time.Now()}
+	f := newTestServer(t, registry.Config{Now: clock.Now}, nil)
 	first := f.search(t, `{"query":{"text":"weather"},"limit":2,"federation":"none"}`)
 	_, agentsBody := f.do(t, http.MethodGet, "/agents?pageSize=2", "")
 	var page struct{ NextPageToken string }
@@ -368,7 +367,7 @@ func TestPageTokensSurviveRestart(t *testing.T) {
 		t.Fatalf("no page tokens: %+v %s", first, agentsBody)
 	}
 	// A second service on the same kv and index: a restart.
-	svc, err := registry.New(registry.Config{PublicURL: publicURL, Now: clock}, f.db, f.ix)
+	svc, err := registry.New(registry.Config{PublicURL: publicURL, Now: clock.Now}, f.db, f.ix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,10 +389,10 @@ func TestPageTokensSurviveRestart(t *testing.T) {
 		{"search expired", 25 * time.Hour, http.MethodPost, "/search", `{"query":{"text":"weather"},"limit":2,"federation":"none","pageToken":"` + first.PageToken + `"}`, 422, "has expired"},
 		{"agents expired", 25 * time.Hour, http.MethodGet, "/agents?pageSize=2&pageToken=" + page.NextPageToken, "", 422, "has expired"},
 	}
-	start := now
+	start := clock.Now()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			now = start.Add(tc.after)
+			clock.Set(start.Add(tc.after))
 			status, body := g.do(t, tc.method, tc.path, tc.body)
 			if status != tc.wantStatus || !strings.Contains(string(body), tc.wantMsg) {
 				t.Fatalf("status %d: %s", status, body)
