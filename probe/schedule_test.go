@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -145,7 +146,7 @@ func TestScheduleDebounceEventsAndTargetChanges(t *testing.T) {
 				defer listMu.Unlock()
 				return slices.Clone(list), nil
 			},
-			OnChange: func(c probe.Change) { changes = append(changes, c) }})
+			OnChange: func(c probe.Change) { mu.Lock(); changes = append(changes, c); mu.Unlock() }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,21 +157,25 @@ func TestScheduleDebounceEventsAndTargetChanges(t *testing.T) {
 		mu.Unlock()
 		time.Sleep(2 * time.Minute) // 120, 180 s: two failures, not down yet
 		synctest.Wait()
+		mu.Lock()
 		if len(changes) != 0 {
 			t.Fatalf("changes after two failures: %+v", changes)
 		}
+		mu.Unlock()
 		time.Sleep(time.Minute) // 240 s: the third: down
 		synctest.Wait()
 		mu.Lock()
 		fail = false
 		mu.Unlock()
 		listMu.Lock()
-		var bN int
-		list = append(list, probe.Target{Name: "b", Check: func(context.Context) error { bN++; return nil }})
+		var bN atomic.Int64
+		list = append(list, probe.Target{Name: "b", Check: func(context.Context) error { bN.Add(1); return nil }})
 		listMu.Unlock()
 		time.Sleep(time.Minute) // 300 s: up again; b appears
 		synctest.Wait()
 		s.Close(context.Background())
+		mu.Lock()
+		defer mu.Unlock()
 		if len(changes) != 2 || changes[0].Up || !changes[1].Up {
 			t.Fatalf("changes: %+v, want down then up", changes)
 		}
@@ -181,7 +186,7 @@ func TestScheduleDebounceEventsAndTargetChanges(t *testing.T) {
 		if len(got) != 2 || got[0].Kind != "endpoint.down" || got[1].Kind != "endpoint.up" {
 			t.Fatalf("feed events: %+v", got)
 		}
-		if bN == 0 {
+		if bN.Load() == 0 {
 			t.Fatal("a target added to the list was never probed")
 		}
 		sum, err := probe.Summarize(db, "a", 30, time.Now())
