@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO      ?= go
 BENCH   ?= .
 
-.PHONY: build run test e2e bench bench-search-load bench-side-by-side lint testdata bench-tasks
+.PHONY: build run test race e2e bench bench-search-load bench-side-by-side lint testdata bench-tasks
 
 build: ## the binary, ./ardx
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o ardx .
@@ -13,6 +13,9 @@ run: build ## both services on loopback with the embedded defaults (dev chain, d
 
 test: ## every hermetic test: in-process servers and the simulated chain; lists skipped tests and why
 	$(GO) run ./internal/testsummary -count=1 -timeout 20m ./...
+
+race: ## the race detector over every package but the end-to-end tier and index (whose relevance tests take minutes under it)
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/index$$')
 
 e2e: build ## the end-to-end tier: the built binary, a real chain node, real clients
 	ARDX_BIN=$(CURDIR)/ardx $(GO) test -tags e2e -count=1 -timeout 20m -v ./e2e/...
