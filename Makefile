@@ -14,8 +14,8 @@ run: build ## both services on loopback with the embedded defaults (dev chain, d
 test: ## every hermetic test: in-process servers and the simulated chain; lists skipped tests and why
 	$(GO) run ./internal/testsummary -count=1 -timeout 20m ./...
 
-race: ## the race detector over every package but the end-to-end tier and index (whose relevance tests take minutes under it)
-	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/index$$')
+race: ## the hermetic tests under the race detector, -short (the relevance evaluations and the longest property run are make test's)
+	$(GO) test -race -short -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/e2e$$')
 
 e2e: build ## the end-to-end tier: the built binary, a real chain node, real clients
 	ARDX_BIN=$(CURDIR)/ardx $(GO) test -tags e2e -count=1 -timeout 20m -v ./e2e/...
