@@ -26,6 +26,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/ardx-dev/ardx/facilitator/x402"
+	"github.com/ardx-dev/ardx/internal/syncbuf"
 )
 
 // officialFacilitator is a running official-facilitator.mjs: the official
@@ -35,26 +36,7 @@ type officialFacilitator struct {
 	done   chan struct{}
 	url    string
 	signer common.Address
-	stderr *lockedBuffer
-}
-
-// lockedBuffer is a bytes.Buffer safe for the process's writer goroutine and
-// the test reading it for a failure message.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	stderr *syncbuf.Buffer
 }
 
 // startOfficialFacilitator funds a fresh signer with 10 ETH and runs the
@@ -65,7 +47,7 @@ func startOfficialFacilitator(t *testing.T, dir string, env *payEnv, v1Name stri
 	t.Helper()
 	key, addr := newKey(t)
 	env.chain.fundETH(t, addr, ether(10))
-	f := &officialFacilitator{done: make(chan struct{}), stderr: &lockedBuffer{}}
+	f := &officialFacilitator{done: make(chan struct{}), stderr: &syncbuf.Buffer{}}
 	f.cmd = exec.Command("node", "official-facilitator.mjs", env.chain.rpcURL, env.chain.chainID.String(), writeKeyFile(t, key), v1Name)
 	f.cmd.Dir = dir
 	f.cmd.Stderr = f.stderr

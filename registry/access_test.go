@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardx-dev/ardx/internal/syncbuf"
 	"github.com/ardx-dev/ardx/registry"
 	"github.com/ardx-dev/ardx/registry/access"
 	"github.com/ardx-dev/ardx/web"
@@ -224,7 +225,7 @@ func TestClaimTransferMovesDomainAndDropsOldPrivateEntries(t *testing.T) {
 }
 
 func TestPrivateEntries(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := newClaimEnv(t, registry.Config{Logger: logger}, "acme.test", "rival.test")
 	acme := e.claim(t, "", "acme.test", access.MethodDNS)
