@@ -113,14 +113,15 @@ func splitObject(body []byte, ps web.Problems) (map[string]json.RawMessage, erro
 	if len(body) == 0 {
 		return map[string]json.RawMessage{}, nil
 	}
-	// A body that opens an object decodes into members of any value, so
-	// Unmarshal fails only where the JSON is malformed: one pass checks
-	// and splits it.
-	var m map[string]json.RawMessage
-	if body[0] == '{' && json.Unmarshal(body, &m) == nil {
-		return m, nil
-	}
-	if body[0] != '{' && json.Valid(body) {
+	if body[0] == '{' {
+		// A body that opens an object decodes into members of any value,
+		// so Unmarshal fails only where the JSON is malformed: one pass
+		// checks and splits it.
+		var m map[string]json.RawMessage
+		if json.Unmarshal(body, &m) == nil {
+			return m, nil
+		}
+	} else if json.Valid(body) {
 		return nil, ps.Invalid("the request body must be a JSON object",
 			web.FieldError{Field: "", Message: "must be a JSON object"})
 	}

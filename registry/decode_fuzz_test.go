@@ -137,3 +137,48 @@ func BenchmarkSearchDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestSplitObject pins what each kind of body comes back as: an object's
+// members, a 422 for JSON that is not an object, and the toolkit's decode
+// error (a 400 with the offset) for malformed JSON, object-shaped or not.
+func TestSplitObject(t *testing.T) {
+	s := fuzzService(t)
+	tests := []struct {
+		body    string
+		members int    // for an accepted body
+		status  int    // of a *web.Problem
+		decode  string // a *web.DecodeError's message holds this
+	}{
+		{body: ``, members: 0},
+		{body: "  \n", members: 0},
+		{body: `{}`, members: 0},
+		{body: ` {"query":{"text":"a"},"limit":2} `, members: 2},
+		{body: `[1]`, status: http.StatusUnprocessableEntity},
+		{body: `"text"`, status: http.StatusUnprocessableEntity},
+		{body: `null`, status: http.StatusUnprocessableEntity},
+		{body: `{"query":`, decode: "truncated"},
+		{body: `{"a":1}x`, decode: "after the JSON value"},
+		{body: `{"a":1,}`, decode: "invalid"},
+		{body: `[1,`, decode: "truncated"},
+		{body: `nul`, decode: "JSON"},
+	}
+	for _, tc := range tests {
+		m, err := splitObject([]byte(tc.body), s.problems)
+		var p *web.Problem
+		var de *web.DecodeError
+		switch {
+		case tc.status == 0 && tc.decode == "":
+			if err != nil || len(m) != tc.members {
+				t.Errorf("%q: %d members, %v; want %d members", tc.body, len(m), err, tc.members)
+			}
+		case tc.status != 0:
+			if !errors.As(err, &p) || p.Status != tc.status {
+				t.Errorf("%q: %v; want a %d problem", tc.body, err, tc.status)
+			}
+		default:
+			if !errors.As(err, &de) || !strings.Contains(de.Msg, tc.decode) {
+				t.Errorf("%q: %T %v; want a decode error holding %q", tc.body, err, err, tc.decode)
+			}
+		}
+	}
+}
