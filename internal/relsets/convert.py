@@ -21,6 +21,8 @@ Inputs:
       (THUNLP-MT/StableToolBench solvable_queries/test_instruction/: ToolBench's
       RapidAPI requests; every operation of a request's api_list is an entry,
       the relevant ones are labelled; "stb-relevant" keeps only the labelled)
+  sealtools/{tool,test_in_domain,test_out_domain}.jsonl
+      (fairyshine/Seal-Tools Seal-Tools_Dataset/, commit ce753ec)
 Outputs: /tmp/relsets/<name>.json (a one-set array) and /tmp/relsets/all.json.
 """
 import ast
@@ -296,6 +298,33 @@ def stb():
             finish("stb-relevant", [d for d in docs if d["id"] in used], queries)]
 
 
+# ---------------------------------------------------------------- Seal-Tools
+def sealtools():
+    """Seal-Tools (fairyshine/Seal-Tools, Apache 2.0): 4,076 self-contained
+    APIs written by an LLM across many fields, and requests of one to six
+    calls written by it too. An API has no tool of its own, so its display
+    name is its name in words and its publisher stands alone; the tag is the
+    field's top level ("Chemical Engineering" of "Chemical
+    Engineering/Forensic engineering")."""
+    docs, ids = [], {}
+    for line in open(os.path.join(SRC, "sealtools", "tool.jsonl")):
+        a = json.loads(line)
+        name = a["api_name"].strip()
+        if name in ids:
+            continue
+        d = mkdoc(words(name), words(name), name, a.get("api_description") or "",
+                  list(a.get("parameters") or {}), a.get("field", "").split("/")[0])
+        d["displayName"] = words(name)
+        ids[name] = d["id"]
+        docs.append(d)
+    queries = []
+    for f in ("test_in_domain", "test_out_domain"):
+        for line in open(os.path.join(SRC, "sealtools", f + ".jsonl")):
+            q = json.loads(line)
+            queries.append((q["query"], [ids.get(c["api"], "missing:" + c["api"]) for c in q["calling"]]))
+    return finish("sealtools", docs, queries)
+
+
 def main():
     sets = [toolalpaca(), restbench(), apibank()]
     # All three pooled: more docs and cross-domain distractors, closer to
@@ -303,6 +332,7 @@ def main():
     sets.append(finish("pooled", [d for s in sets for d in s["docs"]],
                        [(q["text"], q["relevant"]) for s in sets for q in s["queries"]]))
     sets += stb()
+    sets.append(sealtools())
     os.makedirs(OUT, exist_ok=True)
     for s in sets:
         with open(os.path.join(OUT, s["name"] + ".json"), "w") as f:
