@@ -22,7 +22,7 @@ const (
 	defaultSearchSize = 10
 	maxSearchSize     = 1000
 	maxSearchWindow   = 10000
-	maxQueryTerms     = 64 // longer texts keep their first 64 distinct terms
+	maxQueryTerms     = 128 // longer texts keep their first 128 distinct terms
 )
 
 // Relevance cutoff. A term is "common" when it occurs in more than

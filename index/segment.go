@@ -43,7 +43,7 @@ import (
 // those: a doc that answers a clause holds its rarest words, and holds
 // them where they weigh most, in its name or a short description.
 const (
-	maxParts     = 4         // more sentences than this: the last part takes the rest
+	maxParts     = 16        // more sentences than this: the last part takes the rest
 	minPartTerms = 3         // terms found in the index a sentence (or clause) needs to be a part
 	partWeight   = 0.9       // a part's best doc scores this share of the request's best
 	clausePool   = pairDepth // the whole request's best docs that clause parts re-rank

@@ -191,3 +191,59 @@ func TestClauseCandidatesKeepFiltersAndPrivacy(t *testing.T) {
 		}
 	}
 }
+
+// TestLongRequestKeepsEveryIntent: a request of ten sentences, one intent
+// each, eighty distinct words in all; the first five intents are asked at
+// length (twelve words), the last five in four words. Every intent's entry
+// must rank above most of the first intent's near-duplicates, which match
+// more of the request than a short intent's entry does. A request once
+// kept its first 64 terms (the last intents' words were never looked up)
+// and its first four sentences as parts (the rest one part, whose best,
+// a long intent's entry, left the short ones at half its score).
+func TestLongRequestKeepsEveryIntent(t *testing.T) {
+	intents := [][]string{
+		strings.Fields("weather forecast rain wind humidity storm snow cloud thunder drizzle sunshine fog"),
+		strings.Fields("currency exchange euro dollar yen convert bank quote remittance forex peso rupee"),
+		strings.Fields("flight airline airport ticket cabin baggage boarding gate layover runway pilot jet"),
+		strings.Fields("hotel room booking suite checkin guest lobby breakfast concierge housekeeping resort motel"),
+		strings.Fields("translate language french german spanish grammar dictionary phrase idiom vocabulary accent dialect"),
+		strings.Fields("stock ticker dividend portfolio"),
+		strings.Fields("recipe ingredient oven vegetarian"),
+		strings.Fields("headline journalist editorial newspaper"),
+		strings.Fields("cinema trailer showtime director"),
+		strings.Fields("parcel courier tracking freight"),
+	}
+	id := func(i int) string { return fmt.Sprintf("urn:ai:intent%d.example:op", i) }
+	var docs []index.Doc
+	for i, w := range intents {
+		docs = append(docs, index.Doc{
+			ID: id(i), Name: "op", DisplayName: fmt.Sprintf("Intent%d: %s %s", i, w[0], w[1]),
+			Description: strings.Join(w, " ") + ".", Tags: []string{"tools"}, Publisher: fmt.Sprintf("intent%d.example", i),
+		})
+	}
+	// The first intent's near-duplicates, each a little longer (so
+	// weaker) than the last.
+	const dups = 12
+	for i := range dups {
+		docs = append(docs, index.Doc{
+			ID: fmt.Sprintf("urn:ai:dup%d.example:op", i), Name: "op", DisplayName: fmt.Sprintf("Dup%d: weather forecast", i),
+			Description: strings.Join(intents[0], " ") + "." + strings.Repeat(" Operated by a partner.", i+1),
+			Tags:        []string{"tools"}, Publisher: fmt.Sprintf("dup%d.example", i),
+		})
+	}
+	ix := mustOpenMemory(t)
+	mustPut(t, ix, docs)
+	var req []string
+	for _, w := range intents {
+		req = append(req, "Please help with "+strings.Join(w, " ")+".")
+	}
+	res, err := ix.Search(t.Context(), index.SearchRequest{Text: strings.Join(req, " "), Size: len(intents) + dups/2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range intents {
+		if rankOf(res.Hits, id(i)) < 0 {
+			t.Errorf("intent %d's entry is not among the first %d: %+v", i, len(res.Hits), res.Hits)
+		}
+	}
+}
