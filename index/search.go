@@ -16,8 +16,9 @@ import (
 // Search limits. The window bounds the collector heap bleve allocates
 // (From+Size); deeper pages are what List is for. A request of three or
 // four intents (80-120 words) runs past 32 distinct terms, and cut there
-// it lost its last intents' words; 64 still bounds a hostile text's cost
-// (POST /search takes 1 KiB).
+// it lost its last intents' words; one of five to ten (Seal-Tools' longest
+// requests, 150 words and more) ran past 64. 128 still bounds a hostile
+// text's cost (POST /search takes 1 KiB, about 170 words).
 const (
 	defaultSearchSize = 10
 	maxSearchSize     = 1000

@@ -23,6 +23,10 @@ Inputs:
       the relevant ones are labelled; "stb-relevant" keeps only the labelled)
   sealtools/{tool,test_in_domain,test_out_domain}.jsonl
       (fairyshine/Seal-Tools Seal-Tools_Dataset/, commit ce753ec)
+  bfcl/{<category>,answer_<category>}.json for each category in BFCL
+      (ShishirPatil/gorilla berkeley-function-call-leaderboard/bfcl_eval/data/
+      BFCL_v4_<category>.json and possible_answer/BFCL_v4_<category>.json,
+      commit 6ea5797)
 Outputs: /tmp/relsets/<name>.json (a one-set array) and /tmp/relsets/all.json.
 """
 import ast
@@ -325,6 +329,48 @@ def sealtools():
     return finish("sealtools", docs, queries)
 
 
+# ---------------------------------------------------------------------- BFCL
+BFCL = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple",
+        "live_multiple", "live_parallel", "live_parallel_multiple")
+
+
+def bfcl():
+    """The Berkeley Function Calling Leaderboard's single-turn Python
+    categories (ShishirPatil/gorilla, Apache 2.0): every question comes
+    with a few functions, the called ones labelled; all questions'
+    functions pooled by name make the registry (the first description of a
+    name kept: the live categories repeat one function list over many
+    questions with small rewordings). "Tool: operation" from a dotted name
+    ("math_toolkit.sum_of_multiples"), else the name in words. No
+    categories."""
+    docs, ids, queries = [], {}, []
+    for f in BFCL:
+        answers = {}
+        for line in open(os.path.join(SRC, "bfcl", "answer_" + f + ".json")):
+            a = json.loads(line)
+            answers[a["id"]] = [n for g in a["ground_truth"] for n in g]
+        for line in open(os.path.join(SRC, "bfcl", f + ".json")):
+            q = json.loads(line)
+            for fn in q["function"]:
+                if fn["name"] in ids:
+                    continue
+                tool, _, op = fn["name"].rpartition(".")
+                d = mkdoc(words(tool) if tool else words(op), words(op), fn["name"], fn.get("description", ""),
+                          list((fn.get("parameters") or {}).get("properties") or {}), "")
+                if not tool:
+                    d["displayName"] = words(op)
+                base, k = d["id"], 2
+                while d["id"] in ids.values():
+                    d["id"] = "%s-%d" % (base, k)
+                    k += 1
+                ids[fn["name"]] = d["id"]
+                docs.append(d)
+            users = [m["content"] for turn in q["question"] for m in turn if m["role"] == "user"]
+            if users:
+                queries.append((users[-1], [ids.get(n, "missing:" + n) for n in answers.get(q["id"], [])]))
+    return finish("bfcl", docs, queries)
+
+
 def main():
     sets = [toolalpaca(), restbench(), apibank()]
     # All three pooled: more docs and cross-domain distractors, closer to
@@ -333,6 +379,7 @@ def main():
                        [(q["text"], q["relevant"]) for s in sets for q in s["queries"]]))
     sets += stb()
     sets.append(sealtools())
+    sets.append(bfcl())
     os.makedirs(OUT, exist_ok=True)
     for s in sets:
         with open(os.path.join(OUT, s["name"] + ".json"), "w") as f:
