@@ -47,7 +47,7 @@ import (
 //	W_t             = idf_t^idfPower / sqrt(Σ over the query's terms of idf^(2·idfPower))
 //	idf_t           = ln(1 + (N − df + 0.5) / (df + 0.5))     (the term's largest df over the fields)
 //	w_f             = fieldWeight(f, softenedTerms) (search.go)
-//	avgLen          = the field's pivot (1 token for the name, 2 for the text; mapping.go)
+//	avgLen          = the field's pivot (1 token for the name, 4 for the text; mapping.go)
 //	group(G, d)     = Σ terms of G matching d · sqrt(terms matching / terms of G)
 //	score(d)        = group(must, d) + group(should, d)
 //
