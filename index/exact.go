@@ -52,9 +52,9 @@ const (
 	// entry's words count as they are: a longer one's count less, a
 	// shorter one's more, as BM25's length norm has it (b 0.75).
 	exactPivot = 8
-	// maxExactWords bounds the words of a request looked up (as the
-	// terms are bounded by maxQueryTerms), counted after the rule above.
-	maxExactWords = 64
+	// maxExactWords bounds the words of a request looked up, as many as
+	// the terms it may keep, counted after the rule above.
+	maxExactWords = maxQueryTerms
 )
 
 // exactPostings is the docs holding word in fieldExact, each with its
