@@ -65,7 +65,9 @@ var keywordFields = []string{
 // textFields lists the full-text fields and their BM25F weights (applied at
 // query time: bleve has no index-time boost). The name is short and chosen
 // by the publisher, so a hit there says most, and it keeps a field of its
-// own: its own length norm is what makes a name hit stand out (folding it
+// own: its own length norm (pivot 1 token against the text's 4) is what
+// makes a name hit stand out, and on top of it a weight of 2 cost requests
+// that do not name what they need more than it gained (folding it
 // into fieldSearch with a weight saturated the term frequency and cost
 // relevance); a term's weighted frequencies in both fields saturate once
 // (rank.go), so a word in the name and the description counts little more
@@ -91,7 +93,7 @@ var textFields = []struct {
 	boost float64
 	pivot float64
 }{
-	{fieldName, 2, 1},
+	{fieldName, 1, 1},
 	{fieldSearch, 1, 4},
 }
 
