@@ -69,7 +69,9 @@ def clean(s):
     return s
 
 
-def mkdoc(tool, op_name, op_key, desc, params, category):
+def mkdoc(tool, op_name, op_key, desc, params, category, standalone=False):
+    """An entry for operation op_name of tool; a standalone operation (no
+    tool of its own) is its own tool and its display name is op_name."""
     ts = slug(tool)
     desc = clean(desc).rstrip(".")
     if params:
@@ -78,7 +80,7 @@ def mkdoc(tool, op_name, op_key, desc, params, category):
         desc += "."
     return {
         "id": "urn:ai:%s.example:%s:%s" % (ts, ts, slug(words(op_key))),
-        "displayName": "%s: %s" % (tool, op_name),
+        "displayName": op_name if standalone else "%s: %s" % (tool, op_name),
         "description": desc,
         "capabilities": [op_name],
         "tags": [category] if category else [],
@@ -317,8 +319,7 @@ def sealtools():
         if name in ids:
             continue
         d = mkdoc(words(name), words(name), name, a.get("api_description") or "",
-                  list(a.get("parameters") or {}), a.get("field", "").split("/")[0])
-        d["displayName"] = words(name)
+                  list(a.get("parameters") or {}), a.get("field", "").split("/")[0], standalone=True)
         ids[name] = d["id"]
         docs.append(d)
     queries = []
@@ -343,7 +344,7 @@ def bfcl():
     questions with small rewordings). "Tool: operation" from a dotted name
     ("math_toolkit.sum_of_multiples"), else the name in words. No
     categories."""
-    docs, ids, queries = [], {}, []
+    docs, ids, queries, used = [], {}, [], set()
     for f in BFCL:
         answers = {}
         for line in open(os.path.join(SRC, "bfcl", "answer_" + f + ".json")):
@@ -356,13 +357,12 @@ def bfcl():
                     continue
                 tool, _, op = fn["name"].rpartition(".")
                 d = mkdoc(words(tool) if tool else words(op), words(op), fn["name"], fn.get("description", ""),
-                          list((fn.get("parameters") or {}).get("properties") or {}), "")
-                if not tool:
-                    d["displayName"] = words(op)
+                          list((fn.get("parameters") or {}).get("properties") or {}), "", standalone=not tool)
                 base, k = d["id"], 2
-                while d["id"] in ids.values():
+                while d["id"] in used:  # names that differ only in case or punctuation
                     d["id"] = "%s-%d" % (base, k)
                     k += 1
+                used.add(d["id"])
                 ids[fn["name"]] = d["id"]
                 docs.append(d)
             users = [m["content"] for turn in q["question"] for m in turn if m["role"] == "user"]
