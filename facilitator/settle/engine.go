@@ -67,8 +67,9 @@ type Options struct {
 	// Now is the clock for record times; nil means time.Now.
 	Now func() time.Time
 	// OnSettled is called once per final successful settlement (never on a
-	// replay), after the outcome is recorded. It runs on the engine's
-	// goroutine: keep it short.
+	// replay), after the outcome is recorded and before Settle returns it to
+	// its callers. It runs on the engine's goroutine and delays the answer:
+	// keep it short.
 	OnSettled func(req *x402.PaymentRequest, resp x402.SettleResponse)
 	// ReceiptTimeout bounds the background wait for a broadcast transaction's
 	// receipt; after it the settlement stays pending until a later identical
@@ -550,10 +551,10 @@ func (e *Engine) finish(f *flight, networkLabel string, state kv.SettlementState
 		e.finishFlight(f, x402.SettleResponse{}, false, fmt.Errorf("settle: record outcome: %w", err))
 		return
 	}
-	e.finishFlight(f, resp, true, nil)
 	if state == kv.SettlementSucceeded && e.opts.OnSettled != nil && f.req != nil {
 		e.opts.OnSettled(f.req, resp)
 	}
+	e.finishFlight(f, resp, true, nil)
 }
 
 // Close stops accepting settlements and waits, bounded by ctx and at most
