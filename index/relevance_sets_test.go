@@ -219,11 +219,18 @@ func externalSets(tb testing.TB) []relSet {
 	return out
 }
 
-// relScore is nDCG@10 and Recall@10 (binary gains) per cross-validation half.
-type relScore struct{ ndcg, recall [2]float64 }
+// relScore is nDCG@10 and Recall@10 (binary gains) per cross-validation
+// half, and the number of queries in each.
+type relScore struct {
+	ndcg, recall [2]float64
+	n            [2]float64
+}
 
+// all is the mean over every query, as a client asking them all would
+// measure: halves of unequal size weigh by their queries.
 func (s relScore) all() (ndcg, recall float64) {
-	return (s.ndcg[0] + s.ndcg[1]) / 2, (s.recall[0] + s.recall[1]) / 2
+	n := max(s.n[0]+s.n[1], 1)
+	return (s.ndcg[0]*s.n[0] + s.ndcg[1]*s.n[1]) / n, (s.recall[0]*s.n[0] + s.recall[1]*s.n[1]) / n
 }
 
 // half assigns a query's group to cross-validation half 0 or 1.
@@ -256,7 +263,7 @@ func evaluate(set relSet, rank func(string) []string) relScore {
 		rec[h] += float64(found) / float64(len(q.relevant))
 		n[h]++
 	}
-	var s relScore
+	s := relScore{n: n}
 	for h := range 2 {
 		s.ndcg[h], s.recall[h] = sum[h]/max(n[h], 1), rec[h]/max(n[h], 1)
 	}
