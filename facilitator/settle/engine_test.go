@@ -65,6 +65,8 @@ func TestSettleSuccessThenReplay(t *testing.T) {
 	var settled []x402.SettleResponse
 	var mu sync.Mutex
 	e, _ := newTestEngine(t, "", settle.Options{OnSettled: func(_ *x402.PaymentRequest, r x402.SettleResponse) {
+		// A slow hook: its effect must still be there once Settle returns.
+		time.Sleep(20 * time.Millisecond)
 		mu.Lock()
 		settled = append(settled, r)
 		mu.Unlock()
