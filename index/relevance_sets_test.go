@@ -364,7 +364,9 @@ func (b *plainBM25) rank(q string) []string {
 // shape of an OpenAPI or MCP tool registry), on both with requests of two
 // intents (multiIntent), on toolsdk operations with requests for two and
 // three things in one sentence (oneSentence), and on any offline sets
-// ARDX_RELEVANCE_SETS names (and their one-sentence requests). The floors
+// ARDX_RELEVANCE_SETS names (their one-sentence requests, and each of
+// those forms with the answers' tool names or whole names cut out of the
+// requests: unnamed). The floors
 // sit a little under what the ranking measures, so a regression shows:
 // MetaTool nDCG@10 0.52 and 1.15× plain BM25, toolsdk operations 1.12×
 // plain BM25 (1.2× on its first 500 docs, the size of one team's
@@ -381,10 +383,15 @@ func TestRelevanceSets(t *testing.T) {
 	mt := metaToolSet(t)
 	sets := []relSet{ops, smallSlice(ops, 500), mt, multiIntent(mt, 4000), multiIntent(ops, 4000), oneSentence(ops, 2000, 2), oneSentence(ops, 2000, 3)}
 	for _, set := range externalSets(t) {
-		sets = append(sets, set, oneSentence(set, 1000, 2), oneSentence(set, 1000, 3))
+		forms := []relSet{set, oneSentence(set, 1000, 2), oneSentence(set, 1000, 3)}
+		sets = append(sets, forms...)
+		// Requests that do not name what they need; with two or three
+		// intents in one sentence, the held-out set's shape whole.
 		for _, toolOnly := range []bool{true, false} {
-			if u, changed := unnamed(set, toolOnly); changed {
-				sets = append(sets, u)
+			for _, form := range forms {
+				if u, changed := unnamed(form, toolOnly); changed {
+					sets = append(sets, u)
+				}
 			}
 		}
 	}
